@@ -1,0 +1,22 @@
+"""sgmc: scalable Bayesian sampling and global optimisation with stochastic gradients, on JAX.
+
+A sampler is a composition problem × estimator × dynamics × coupling (see DESIGN.md):
+
+>>> import sgmc
+>>> post = sgmc.models.linear_regression(X, y)                       # doctest: +SKIP
+>>> res = sgmc.sample(post, sgmc.sghmc(1e-4, friction=50.0, batch_size=100),
+...                   init=jnp.zeros(5), num_steps=10_000, num_chains=4)  # doctest: +SKIP
+"""
+
+from . import models, schedules
+from .driver import sample
+from .errors import DivergenceError
+from .estimators import uniform
+from .problem import Objective, Posterior
+from .result import Result
+from .sampler import psgld, sghmc, sgld
+
+__version__ = "0.1.0"
+
+__all__ = ["DivergenceError", "Objective", "Posterior", "Result", "models", "psgld", "sample",
+           "schedules", "sghmc", "sgld", "uniform"]

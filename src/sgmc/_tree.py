@@ -1,0 +1,35 @@
+"""Small pytree helpers used by the dynamics (positions may be any pytree of arrays)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+PyTree = Any
+
+
+def normal_like(key: jax.Array, tree: PyTree) -> PyTree:
+    """Independent standard normal draws shaped like ``tree`` (one key per leaf)."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    keys = [key] if len(leaves) == 1 else jax.random.split(key, len(leaves))
+    return jax.tree_util.tree_unflatten(
+        treedef, [jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves)])
+
+
+def all_finite(tree: PyTree) -> jax.Array:
+    """True if every element of every leaf is finite."""
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)]))
+
+
+def zeros_like(tree: PyTree) -> PyTree:
+    return jax.tree.map(jnp.zeros_like, tree)
+
+
+def as_float_tree(tree: PyTree) -> PyTree:
+    """Convert every leaf to a floating JAX array (integers become float32)."""
+    def conv(x):
+        x = jnp.asarray(x)
+        return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.float32)
+    return jax.tree.map(conv, tree)

@@ -1,0 +1,9 @@
+"""Dynamics: how the state moves given a gradient estimate (DESIGN.md, the dynamics axis)."""
+
+from .base import StepParams
+from .langevin import Langevin, LangevinState
+from .psgld import PSGLD, PSGLDState
+from .underdamped import INTEGRATORS, Underdamped, UnderdampedState
+
+__all__ = ["INTEGRATORS", "Langevin", "LangevinState", "PSGLD", "PSGLDState", "StepParams",
+           "Underdamped", "UnderdampedState"]

@@ -1,0 +1,44 @@
+"""Overdamped Langevin dynamics: SGLD (Welling & Teh 2011), and SGD/GD at τ = 0.
+
+Euler–Maruyama discretisation of dθ = −∇U dt + sqrt(2τ) dW (ALGORITHMS.md §1):
+
+    θ_{k+1} = θ_k − h ∇̃U(θ_k) + sqrt(2 h τ) ξ_k,    ξ_k ~ N(0, I).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from .._pytree import pytree_dataclass
+from .._tree import normal_like
+from ..estimators.base import Context
+
+__all__ = ["Langevin", "LangevinState"]
+
+
+class LangevinState(NamedTuple):
+    position: Any
+    est: Any
+
+
+@pytree_dataclass
+class Langevin:
+    """Overdamped Langevin (SGLD) dynamics."""
+
+    def init(self, problem, estimator, position, key, params):
+        return LangevinState(position, estimator.init(problem, position, key))
+
+    def step(self, problem, estimator, state, batch, key, params):
+        k_est, k_noise = jax.random.split(key)
+        h, tau = params.step_size, params.temperature
+        ctx = Context(step_size=h, temperature=tau)
+        grad, est, n_evals = estimator.estimate(problem, state.est, state.position, batch,
+                                                k_est, ctx)
+        scale = jnp.sqrt(2.0 * h * tau)
+        noise = normal_like(k_noise, state.position)
+        position = jax.tree.map(lambda x, g, z: x - h * g + scale * z,
+                                state.position, grad, noise)
+        return LangevinState(position, est), n_evals

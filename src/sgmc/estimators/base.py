@@ -1,0 +1,51 @@
+"""The estimator interface: how a gradient of U is estimated from a minibatch.
+
+An estimator is a pytree dataclass with
+
+* ``init(problem, position, key) -> state`` — its state lives inside the sampler state
+  (SVRG snapshot, SAGA table, EWSG index chain; nothing for the uniform estimator);
+* ``estimate(problem, state, point, batch, key, ctx) -> (grad, state, n_evals)`` — the
+  gradient estimate at ``point``, the new state, and the number of per-example gradient
+  evaluations spent (for data-pass accounting).
+
+``batch`` holds the minibatch indices drawn by the sampler (so that replicas of a
+replica-exchange run can share them), or is ``None`` when the sampler uses the full data.
+``ctx`` is a :class:`Context` the dynamics fills, because some estimators (EWSG) weight data
+by the dynamics' own state.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+
+PyTree = Any
+
+__all__ = ["Context", "Estimator", "SAMPLING_SCHEMES"]
+
+#: How minibatch indices are drawn: i.i.d. uniform with replacement, or by walking a fresh
+#: random permutation each epoch (without replacement within an epoch).
+SAMPLING_SCHEMES = ("replacement", "permutation")
+
+
+class Context(NamedTuple):
+    """What the dynamics tells the estimator about the current step."""
+
+    step_size: jax.Array
+    temperature: jax.Array
+    friction: jax.Array | None = None
+    momentum: PyTree | None = None
+
+
+class Estimator:
+    """Base class for gradient estimators (see the module docstring for the interface)."""
+
+    sampling: str
+
+    def init(self, problem, position: PyTree, key: jax.Array) -> PyTree:
+        raise NotImplementedError  # pragma: no cover
+
+    def estimate(self, problem, state: PyTree, point: PyTree, batch: jax.Array | None,
+                 key: jax.Array, ctx: Context) -> tuple[PyTree, PyTree, jax.Array]:
+        raise NotImplementedError  # pragma: no cover

@@ -1,0 +1,7 @@
+"""Ready-made models: each function returns an :class:`sgmc.Posterior` built from arrays."""
+
+from .linear import linear_regression, linear_regression_posterior, synthetic_linear_data
+from .logistic import logistic_regression, synthetic_logistic_data
+
+__all__ = ["linear_regression", "linear_regression_posterior", "logistic_regression",
+           "synthetic_linear_data", "synthetic_logistic_data"]

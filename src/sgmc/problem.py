@@ -1,0 +1,303 @@
+"""Problems and their oracle: what samplers and optimisers may ask of a target.
+
+Every problem has the energy
+
+    U(θ) = U₀(θ) + w · Σ_{i=1}^{N} L_i(θ)
+
+with an exact term U₀ (the negative log prior of a posterior; the whole function of a
+data-free objective), per-datum energies L_i and a data weight w (1 for a posterior, 1/N for
+an objective that averages over data). Temperature divides the energy: samplers target
+exp(−U/τ). The oracle gives
+
+* the unbiased minibatch estimate Û_B(θ) = U₀(θ) + (w N / n) Σ_{i∈B} L_i(θ) and its gradient
+  (ALGORITHMS.md notation; N/n scaling for posteriors, a batch mean for objectives);
+* sums over a minibatch of L_i and ∇L_i, and per-example values and gradients, which is what
+  variance reduction and non-uniform subsampling act on — the exact term is never subsampled;
+* full-data energy and gradient computed in fixed-size chunks, so memory is O(chunk · d)
+  whatever N is.
+
+Problems are pytrees: the data are leaves passed to compiled code as arguments (never baked
+into the program as constants), the user functions are static and key the compile cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _validate as check
+from ._pytree import pytree_dataclass, static
+
+PyTree = Any
+
+__all__ = ["Problem", "Posterior", "Objective"]
+
+
+def _as_data(data: PyTree, name: str = "data") -> tuple[PyTree, int]:
+    """Validate a data pytree (shared leading axis, finite values) and move it to the device."""
+    leaves, treedef = jax.tree_util.tree_flatten(data)
+    if not leaves:
+        raise ValueError(f"{name} must contain at least one array")
+    arrays = []
+    sizes = {}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(data)[0]:
+        arr = np.asarray(leaf)
+        where = f"{name}{jax.tree_util.keystr(path)}"
+        if arr.ndim == 0:
+            raise ValueError(f"{where} must have a leading data axis, got a scalar")
+        if arr.dtype == object:
+            raise TypeError(f"{where} must be a numeric array, got dtype object")
+        if np.issubdtype(arr.dtype, np.inexact) and not np.all(np.isfinite(arr)):
+            bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+            raise ValueError(f"{where} contains {bad} non-finite values (NaN or inf); "
+                             "data must be finite")
+        sizes[where] = arr.shape[0]
+        arrays.append(jnp.asarray(arr))
+    if len(set(sizes.values())) != 1:
+        detail = ", ".join(f"{k}: {v}" for k, v in sizes.items())
+        raise ValueError(f"all leaves of {name} must share the leading (data) axis; got {detail}")
+    n = next(iter(sizes.values()))
+    if n < 1:
+        raise ValueError(f"{name} must hold at least one datum, got leading size 0")
+    return jax.tree_util.tree_unflatten(treedef, arrays), int(n)
+
+
+def _tree_add(a: PyTree, b: PyTree) -> PyTree:
+    return jax.tree.map(jnp.add, a, b)
+
+
+class Problem:
+    """The oracle shared by :class:`Posterior` and :class:`Objective` (see module docstring).
+
+    Subclasses define ``data``, ``num_data``, ``chunk_size``, ``data_weight``,
+    ``exact_energy(θ)`` and ``datum_energy(θ, datum)``.
+    """
+
+    data: PyTree
+    num_data: int
+    chunk_size: int
+
+    # -- defined by subclasses -------------------------------------------------------
+    @property
+    def data_weight(self) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def exact_energy(self, params: PyTree) -> jax.Array:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def datum_energy(self, params: PyTree, datum: PyTree) -> jax.Array:  # pragma: no cover
+        raise NotImplementedError
+
+    # -- minibatches -------------------------------------------------------------------
+    @property
+    def has_data(self) -> bool:
+        return self.num_data > 0
+
+    def take(self, idx: jax.Array) -> PyTree:
+        """The data at indices ``idx`` (a minibatch, or any chunk)."""
+        return jax.tree.map(lambda a: a[idx], self.data)
+
+    def batch_scale(self, batch_size: int) -> float:
+        """The factor w·N/n that makes a sum over n data an unbiased estimate of w·Σ_i."""
+        return self.data_weight * self.num_data / batch_size
+
+    def chunk_energies(self, params: PyTree, chunk: PyTree) -> jax.Array:
+        """Per-example energies L_i(θ) of a data chunk, shape (n,)."""
+        return jax.vmap(self.datum_energy, in_axes=(None, 0))(params, chunk)
+
+    def chunk_energy_sum(self, params: PyTree, chunk: PyTree) -> jax.Array:
+        """Σ_{i in chunk} L_i(θ)."""
+        return jnp.sum(self.chunk_energies(params, chunk))
+
+    def chunk_grad_sum(self, params: PyTree, chunk: PyTree) -> PyTree:
+        """Σ_{i in chunk} ∇L_i(θ), by one reverse pass through the vectorised sum."""
+        return jax.grad(self.chunk_energy_sum)(params, chunk)
+
+    def chunk_value_and_grad_sum(self, params: PyTree, chunk: PyTree) -> tuple[jax.Array, PyTree]:
+        return jax.value_and_grad(self.chunk_energy_sum)(params, chunk)
+
+    def chunk_grads(self, params: PyTree, chunk: PyTree) -> PyTree:
+        """Per-example gradients ∇L_i(θ): every leaf gains a leading axis of size n."""
+        return jax.vmap(jax.grad(self.datum_energy), in_axes=(None, 0))(params, chunk)
+
+    def batch_energy_sum(self, params: PyTree, idx: jax.Array) -> jax.Array:
+        return self.chunk_energy_sum(params, self.take(idx))
+
+    def batch_grad_sum(self, params: PyTree, idx: jax.Array) -> PyTree:
+        return self.chunk_grad_sum(params, self.take(idx))
+
+    def batch_energies(self, params: PyTree, idx: jax.Array) -> jax.Array:
+        return self.chunk_energies(params, self.take(idx))
+
+    def batch_grads(self, params: PyTree, idx: jax.Array) -> PyTree:
+        return self.chunk_grads(params, self.take(idx))
+
+    def exact_grad(self, params: PyTree) -> PyTree:
+        return jax.grad(self.exact_energy)(params)
+
+    def estimate_energy(self, params: PyTree, idx: jax.Array) -> jax.Array:
+        """Û_B(θ) = U₀(θ) + (w N/n) Σ_{i∈B} L_i(θ), unbiased for U(θ) under uniform sampling."""
+        if not self.has_data:
+            return self.exact_energy(params)
+        return self.exact_energy(params) + self.batch_scale(idx.shape[0]) * self.batch_energy_sum(
+            params, idx)
+
+    def estimate_grad(self, params: PyTree, idx: jax.Array) -> PyTree:
+        """∇Û_B(θ); the exact term's gradient is never subsampled."""
+        return jax.grad(self.estimate_energy)(params, idx)
+
+    # -- full passes -------------------------------------------------------------------
+    def full_data_sum(self, fn: Callable[[PyTree, PyTree], PyTree], params: PyTree) -> PyTree:
+        """Σ over all data of ``fn(θ, chunk)`` (a per-chunk sum), in chunks of ``chunk_size``.
+
+        A ``lax.scan`` over the full chunks plus one static remainder chunk: memory is
+        O(chunk_size · d) and the data are sliced, not gathered.
+        """
+        if not self.has_data:
+            raise ValueError("this problem has no data to pass over")
+        n, c = self.num_data, self.chunk_size
+        n_full, rem = divmod(n, c)
+        total = None
+        if n_full:
+            def body(acc, i):
+                chunk = jax.tree.map(lambda a: jax.lax.dynamic_slice_in_dim(a, i * c, c),
+                                     self.data)
+                return _tree_add(acc, fn(params, chunk)), None
+
+            first = jax.tree.map(lambda a: a[:c], self.data)
+            zero = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
+                                jax.eval_shape(fn, params, first))
+            total, _ = jax.lax.scan(body, zero, jnp.arange(n_full))
+        if rem:
+            last = fn(params, jax.tree.map(lambda a: a[n_full * c:], self.data))
+            total = last if total is None else _tree_add(total, last)
+        return total
+
+    def full_energy(self, params: PyTree) -> jax.Array:
+        """U(θ) = U₀(θ) + w Σ_i L_i(θ), computed in chunks."""
+        u = self.exact_energy(params)
+        if self.has_data:
+            u = u + self.data_weight * self.full_data_sum(self.chunk_energy_sum, params)
+        return u
+
+    def full_grad(self, params: PyTree) -> PyTree:
+        """∇U(θ), computed in chunks."""
+        g = self.exact_grad(params)
+        if self.has_data:
+            s = self.full_data_sum(self.chunk_grad_sum, params)
+            g = jax.tree.map(lambda a, b: a + self.data_weight * b, g, s)
+        return g
+
+    energy = full_energy
+
+    # -- checks ------------------------------------------------------------------------
+    def check_params(self, params: PyTree, name: str = "init") -> None:
+        """Raise if ``params`` is not a point the energy accepts (a scalar energy)."""
+        def energy_of_one(p):
+            u = self.exact_energy(p)
+            if self.has_data:
+                datum = jax.tree.map(lambda a: a[0], self.data)
+                u = u + self.datum_energy(p, datum)
+            return u
+
+        try:
+            out = jax.eval_shape(energy_of_one, params)
+        except Exception as err:  # the user's function rejected the point
+            raise ValueError(f"{name} is not a point the model accepts: evaluating the energy "
+                             f"at it failed with {type(err).__name__}: {err}") from err
+        if out.shape != ():
+            raise ValueError(f"{name} does not match the model: the energy at {name} has shape "
+                             f"{out.shape}, expected a scalar (did you pass one point per chain "
+                             "without stacking them on a leading axis?)")
+        if not jnp.issubdtype(out.dtype, jnp.floating):
+            raise TypeError(f"{name} must be floating point; the energy has dtype {out.dtype}")
+
+
+@pytree_dataclass
+class Posterior(Problem):
+    """A Bayesian posterior p(θ | x₁..x_N) ∝ p(θ) Π_i p(x_i | θ).
+
+    Energy U(θ) = −log p(θ) − Σ_i log p(x_i | θ) (DESIGN.md; ALGORITHMS.md notation).
+
+    Args:
+        loglik: ``loglik(params, datum) -> scalar``, the log-likelihood of ONE datum, where
+            ``datum`` is one slice of ``data`` along its leading axis.
+        logprior: ``logprior(params) -> scalar``.
+        data: an array or pytree of arrays sharing a leading axis of length N.
+        chunk_size: rows per chunk in full-data passes (memory O(chunk_size · d)).
+    """
+
+    data: PyTree
+    loglik: Callable = static()
+    logprior: Callable = static()
+    chunk_size: int = static(1024)
+    num_data: int = static(0)
+
+    def __init__(self, loglik: Callable, logprior: Callable, data: PyTree,
+                 chunk_size: int = 1024) -> None:
+        check.callable_("loglik", loglik)
+        check.callable_("logprior", logprior)
+        arrays, n = _as_data(data)
+        chunk = check.integer("chunk_size", chunk_size, lo=1)
+        object.__setattr__(self, "data", arrays)
+        object.__setattr__(self, "loglik", loglik)
+        object.__setattr__(self, "logprior", logprior)
+        object.__setattr__(self, "chunk_size", min(chunk, n))
+        object.__setattr__(self, "num_data", n)
+
+    @property
+    def data_weight(self) -> float:
+        return 1.0
+
+    def exact_energy(self, params: PyTree) -> jax.Array:
+        return -self.logprior(params)
+
+    def datum_energy(self, params: PyTree, datum: PyTree) -> jax.Array:
+        return -self.loglik(params, datum)
+
+
+@pytree_dataclass
+class Objective(Problem):
+    """A function to minimise: F(x) = (1/N) Σ_i f(x, x_i), or F(x) = f(x) without data.
+
+    As an energy for samplers, U = F (so exp(−F/τ) is the Gibbs measure at temperature τ);
+    minibatch estimates are batch means (Dong & Tong, Alg. 2).
+
+    Args:
+        f: ``f(x, datum) -> scalar`` when ``data`` is given, else ``f(x) -> scalar``.
+        data: optional array or pytree of arrays sharing a leading axis.
+        chunk_size: rows per chunk in full-data passes.
+    """
+
+    data: PyTree
+    f: Callable = static()
+    chunk_size: int = static(1024)
+    num_data: int = static(0)
+
+    def __init__(self, f: Callable, data: PyTree = None, chunk_size: int = 1024) -> None:
+        check.callable_("f", f)
+        chunk = check.integer("chunk_size", chunk_size, lo=1)
+        if data is None:
+            arrays, n = None, 0
+        else:
+            arrays, n = _as_data(data)
+        object.__setattr__(self, "data", arrays)
+        object.__setattr__(self, "f", f)
+        object.__setattr__(self, "chunk_size", max(1, min(chunk, n)))
+        object.__setattr__(self, "num_data", n)
+
+    @property
+    def data_weight(self) -> float:
+        return 1.0 / self.num_data if self.num_data else 0.0
+
+    def exact_energy(self, params: PyTree) -> jax.Array:
+        if self.has_data:
+            return jnp.zeros((), jnp.result_type(*jax.tree.leaves(params), jnp.float32))
+        return self.f(params)
+
+    def datum_energy(self, params: PyTree, datum: PyTree) -> jax.Array:
+        return self.f(params, datum)

@@ -1,0 +1,166 @@
+"""A sampler is a composition: dynamics × estimator × step-size schedule × batching.
+
+:class:`Sampler` ties one dynamics (overdamped, underdamped, pSGLD) to one gradient estimator
+(uniform, and later SVRG/SAGA/EWSG) with a step-size schedule, a temperature and a minibatch
+size. Its ``init``/``step`` pair is what the driver compiles and what couplings (replica
+exchange) stack and ``vmap``. The public factories :func:`sgld`, :func:`sghmc` and
+:func:`psgld` validate every argument before anything is compiled.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from . import _validate as check
+from ._pytree import pytree_dataclass, static
+from .dynamics import INTEGRATORS, PSGLD, Langevin, StepParams, Underdamped
+from .estimators import Batcher, Estimator, uniform
+from .schedules import Schedule, as_schedule
+
+__all__ = ["Sampler", "SamplerState", "sgld", "sghmc", "psgld"]
+
+PyTree = Any
+
+
+class SamplerState(NamedTuple):
+    """Everything a chain carries: dynamics state (with the estimator's), batching, step t."""
+
+    dyn: Any
+    batch: Any
+    t: jax.Array
+
+    @property
+    def position(self) -> PyTree:
+        return self.dyn.position
+
+
+@pytree_dataclass
+class Sampler:
+    """dynamics × estimator × schedule × batching; see the module docstring."""
+
+    dynamics: Any
+    estimator: Any
+    step_size: Schedule
+    temperature: Any
+    batch_size: int | None = static(None)
+    name: str = static("sampler")
+
+    @property
+    def batcher(self) -> Batcher:
+        return Batcher(self.batch_size, self.estimator.sampling)
+
+    def params(self, t: jax.Array) -> StepParams:
+        """This step's step size (from the schedule) and temperature."""
+        return StepParams(jnp.asarray(self.step_size(t), jnp.float32),
+                          jnp.asarray(self.temperature, jnp.float32))
+
+    def init(self, problem, position: PyTree, key: jax.Array) -> SamplerState:
+        k_dyn, k_batch = jax.random.split(key)
+        dyn = self.dynamics.init(problem, self.estimator, position, k_dyn, self.params(0))
+        return SamplerState(dyn, self.batcher.init(problem.num_data, k_batch),
+                            jnp.zeros((), jnp.int32))
+
+    def transition(self, problem, dyn_state, batch, key, params: StepParams):
+        """One dynamics step on a given minibatch with given (h, τ) — the coupling's hook."""
+        return self.dynamics.step(problem, self.estimator, dyn_state, batch, key, params)
+
+    def step(self, problem, state: SamplerState, key: jax.Array):
+        """Draw a minibatch, take one step; return the new state and ``{"grad_evals": n}``."""
+        k_batch, k_step = jax.random.split(key)
+        batch, batch_state = self.batcher.draw(state.batch, k_batch, problem.num_data)
+        dyn, n_evals = self.transition(problem, state.dyn, batch, k_step, self.params(state.t))
+        return SamplerState(dyn, batch_state, state.t + 1), {"grad_evals": n_evals}
+
+    def check(self, problem) -> None:
+        """Validate the sampler against a problem (batch size within [1, N])."""
+        if self.batch_size is not None:
+            if not problem.has_data:
+                raise ValueError("batch_size must be None for a problem without data "
+                                 f"(got batch_size={self.batch_size})")
+            check.integer("batch_size", self.batch_size, lo=1, hi=problem.num_data)
+
+
+def _common(step_size, batch_size, temperature, estimator):
+    schedule = as_schedule(step_size)
+    if batch_size is not None:
+        batch_size = check.integer("batch_size", batch_size, lo=1)
+    tau = check.nonnegative("temperature", temperature)
+    if estimator is None:
+        estimator = uniform()
+    if not isinstance(estimator, Estimator):
+        raise TypeError("estimator must be an sgmc estimator such as sgmc.uniform(), got "
+                        f"{type(estimator).__name__}")
+    return schedule, batch_size, tau, estimator
+
+
+def sgld(step_size: float | Schedule, batch_size: int | None = None, temperature: float = 1.0,
+         estimator: Estimator | None = None) -> Sampler:
+    """Stochastic-gradient Langevin dynamics (Welling & Teh 2011; ALGORITHMS.md §1).
+
+        θ_{k+1} = θ_k − h_k ∇̃U(θ_k) + sqrt(2 h_k τ) ξ_k
+
+    Args:
+        step_size: h > 0, a float or a schedule from :mod:`sgmc.schedules`.
+        batch_size: minibatch size n ∈ [1, N]; ``None`` uses the full data (exact gradient).
+        temperature: τ ≥ 0; τ = 0 is (stochastic) gradient descent.
+        estimator: gradient estimator, default :func:`sgmc.uniform`.
+    """
+    schedule, batch_size, tau, estimator = _common(step_size, batch_size, temperature, estimator)
+    return Sampler(Langevin(), estimator, schedule, tau, batch_size, "sgld")
+
+
+def sghmc(step_size: float | Schedule, friction: float = 10.0, batch_size: int | None = None,
+          temperature: float = 1.0, estimator: Estimator | None = None,
+          integrator: str = "euler") -> Sampler:
+    """Stochastic-gradient Hamiltonian Monte Carlo (Chen et al. 2014), unit mass.
+
+    ``integrator="euler"`` (SVRG-HMC paper eq. 1–2, needs friction·h < 1):
+
+        p_{k+1} = (1 − D h) p_k − h ∇̃U(θ_k) + sqrt(2 D h τ) ξ_k,   θ_{k+1} = θ_k + h p_{k+1}
+
+    ``integrator="splitting"``: the second-order symmetric splitting of eq. (12)–(16), with
+    the gradient taken at the half step θ_k + (h/2) p_k (see :mod:`sgmc.dynamics.underdamped`).
+
+    Args:
+        step_size: h > 0, a float or a schedule.
+        friction: D > 0.
+        batch_size: minibatch size n ∈ [1, N]; ``None`` uses the full data.
+        temperature: τ ≥ 0; τ = 0 is heavy-ball (momentum) descent.
+        estimator: gradient estimator, default :func:`sgmc.uniform`.
+        integrator: ``"euler"`` or ``"splitting"``.
+    """
+    schedule, batch_size, tau, estimator = _common(step_size, batch_size, temperature, estimator)
+    fr = check.positive("friction", friction)
+    check.choice("integrator", integrator, INTEGRATORS)
+    if integrator == "euler" and fr * schedule.max_value() >= 1.0:
+        raise ValueError("friction * step_size must be < 1 for the Euler integrator (the "
+                         f"momentum would not contract); got {fr} * {schedule.max_value()} = "
+                         f"{fr * schedule.max_value():g}. Lower one, or use "
+                         "integrator='splitting'")
+    name = "sghmc" if integrator == "euler" else "sghmc-splitting"
+    return Sampler(Underdamped(fr, integrator), estimator, schedule, tau, batch_size, name)
+
+
+def psgld(step_size: float | Schedule, batch_size: int | None = None, temperature: float = 1.0,
+          alpha: float = 0.99, eps: float = 1e-5, estimator: Estimator | None = None) -> Sampler:
+    """Preconditioned SGLD with an RMSprop preconditioner (Li et al. 2016).
+
+        V ← α V + (1 − α) ḡ², G = 1/(λ + √V),  θ ← θ − h G ∇̃U + sqrt(2 h τ G) ξ
+
+    with ḡ = ∇̃U/N; the Γ correction is dropped (see :mod:`sgmc.dynamics.psgld`).
+
+    Args:
+        step_size: h > 0, a float or a schedule.
+        batch_size: minibatch size n ∈ [1, N]; ``None`` uses the full data.
+        temperature: τ ≥ 0.
+        alpha: RMSprop decay α ∈ [0, 1).
+        eps: λ > 0, keeps G bounded.
+        estimator: gradient estimator, default :func:`sgmc.uniform`.
+    """
+    schedule, batch_size, tau, estimator = _common(step_size, batch_size, temperature, estimator)
+    a = check.real("alpha", alpha, lo=0.0, hi=1.0, hi_open=True)
+    e = check.positive("eps", eps)
+    return Sampler(PSGLD(a, e), estimator, schedule, tau, batch_size, "psgld")
