@@ -85,7 +85,10 @@ def moment_check(draws, mu, sigma, pred_cov, z_mean=4.0, k_cov=3.0):
     * ``bias``: ‖Σ^{-½} C_pred Σ^{-½} − I‖₂, the sampler's known bias at this step size;
       the distance to the exact posterior is allowed ``bias + k_cov √(d/ESS)``.
     """
-    chains, n, d = draws.shape
+    # float64: numpy's float32 reduction over a strided axis is a naive running sum, whose
+    # rounding error over ~1e6 draws is a sizeable fraction of a posterior sd.
+    draws = np.asarray(draws, dtype=np.float64)
+    d = draws.shape[-1]
     flat = draws.reshape(-1, d)
     ess_mean = np.array([float(az.ess(draws[..., j])) for j in range(d)])
     sd = np.sqrt(np.diag(sigma))

@@ -9,9 +9,9 @@ minibatch-gradient noise together).
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from linear_gaussian import gradient_noise_cov, moment_check, predicted_cov
 
 import sgmc
+from linear_gaussian import gradient_noise_cov, moment_check, predicted_cov
 
 N, D, BATCH, NOISE_STD = 10_000, 5, 200, 1.0
 

@@ -43,9 +43,9 @@ def pytree_dataclass(cls: type) -> type:
 
     def unflatten(aux, children):
         obj = object.__new__(cls)
-        for n, v in zip(data, children):
+        for n, v in zip(data, children, strict=True):
             object.__setattr__(obj, n, v)
-        for n, v in zip(meta, aux):
+        for n, v in zip(meta, aux, strict=True):
             object.__setattr__(obj, n, v)
         return obj
 

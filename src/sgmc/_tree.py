@@ -14,8 +14,8 @@ def normal_like(key: jax.Array, tree: PyTree) -> PyTree:
     """Independent standard normal draws shaped like ``tree`` (one key per leaf)."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     keys = [key] if len(leaves) == 1 else jax.random.split(key, len(leaves))
-    return jax.tree_util.tree_unflatten(
-        treedef, [jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves)])
+    draws = [jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves, strict=True)]
+    return jax.tree_util.tree_unflatten(treedef, draws)
 
 
 def all_finite(tree: PyTree) -> jax.Array:

@@ -34,7 +34,7 @@ from ._pytree import pytree_dataclass, static
 
 PyTree = Any
 
-__all__ = ["Problem", "Posterior", "Objective"]
+__all__ = ["Objective", "Posterior", "Problem"]
 
 
 def _as_data(data: PyTree, name: str = "data") -> tuple[PyTree, int]:

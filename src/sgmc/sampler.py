@@ -20,7 +20,7 @@ from .dynamics import INTEGRATORS, PSGLD, Langevin, StepParams, Underdamped
 from .estimators import Batcher, Estimator, uniform
 from .schedules import Schedule, as_schedule
 
-__all__ = ["Sampler", "SamplerState", "sgld", "sghmc", "psgld"]
+__all__ = ["Sampler", "SamplerState", "psgld", "sghmc", "sgld"]
 
 PyTree = Any
 

@@ -8,15 +8,17 @@ right temperature (a pitfall of the public reference code, ALGORITHMS.md §3).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from . import _validate as check
-from ._pytree import pytree_dataclass
+from ._pytree import pytree_dataclass, static
 
-__all__ = ["Schedule", "constant", "polynomial_decay", "cyclical", "as_schedule"]
+__all__ = ["Schedule", "as_schedule", "constant", "cyclical", "from_function",
+           "polynomial_decay"]
 
 
 class Schedule:
@@ -76,6 +78,35 @@ class Cyclical(Schedule):
         return float(self.h0)
 
 
+@pytree_dataclass
+class FromFunction(Schedule):
+    """h_t = fn(t) for a user function (static: a new function object compiles anew)."""
+
+    fn: Callable = static()
+    bound: float | None = static(None)
+
+    def __call__(self, t: jax.Array) -> jax.Array:
+        return jnp.asarray(self.fn(t), jnp.float32)
+
+    def max_value(self) -> float:
+        if self.bound is None:
+            raise ValueError("this schedule has no known maximum; pass max_value= to "
+                             "schedules.from_function to validate stability bounds")
+        return float(self.bound)
+
+
+def from_function(fn: Callable, max_value: float | None = None) -> FromFunction:
+    """A schedule from any JAX-traceable ``fn(t) -> h_t``.
+
+    ``max_value`` (the largest h_t) lets samplers check stability bounds such as
+    friction · h < 1 for SGHMC's Euler form; without it those checks raise.
+    """
+    check.callable_("fn", fn)
+    if max_value is not None:
+        max_value = check.positive("max_value", max_value)
+    return FromFunction(fn, max_value)
+
+
 def constant(value: float) -> Constant:
     """A constant schedule h_t = value (value > 0)."""
     return Constant(check.positive("step_size", value))
@@ -97,4 +128,7 @@ def as_schedule(value: float | Schedule, name: str = "step_size") -> Schedule:
     """A float becomes a constant schedule (validated > 0); schedules pass through."""
     if isinstance(value, Schedule):
         return value
+    if callable(value):
+        raise TypeError(f"{name} must be a float or an sgmc schedule; wrap a function with "
+                        "sgmc.schedules.from_function(fn, max_value=...)")
     return Constant(check.positive(name, value))

@@ -5,5 +5,13 @@ from .langevin import Langevin, LangevinState
 from .psgld import PSGLD, PSGLDState
 from .underdamped import INTEGRATORS, Underdamped, UnderdampedState
 
-__all__ = ["INTEGRATORS", "Langevin", "LangevinState", "PSGLD", "PSGLDState", "StepParams",
-           "Underdamped", "UnderdampedState"]
+__all__ = [
+           "INTEGRATORS",
+           "PSGLD",
+           "Langevin",
+           "LangevinState",
+           "PSGLDState",
+           "StepParams",
+           "Underdamped",
+           "UnderdampedState",
+]

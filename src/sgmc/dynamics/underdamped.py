@@ -29,7 +29,7 @@ from .._pytree import pytree_dataclass, static
 from .._tree import normal_like
 from ..estimators.base import Context
 
-__all__ = ["Underdamped", "UnderdampedState", "INTEGRATORS"]
+__all__ = ["INTEGRATORS", "Underdamped", "UnderdampedState"]
 
 INTEGRATORS = ("euler", "splitting")
 

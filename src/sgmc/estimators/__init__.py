@@ -4,4 +4,4 @@ from .base import SAMPLING_SCHEMES, Context, Estimator
 from .batching import Batcher
 from .uniform import Uniform, uniform
 
-__all__ = ["Batcher", "Context", "Estimator", "SAMPLING_SCHEMES", "Uniform", "uniform"]
+__all__ = ["SAMPLING_SCHEMES", "Batcher", "Context", "Estimator", "Uniform", "uniform"]

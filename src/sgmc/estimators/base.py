@@ -22,7 +22,7 @@ import jax
 
 PyTree = Any
 
-__all__ = ["Context", "Estimator", "SAMPLING_SCHEMES"]
+__all__ = ["SAMPLING_SCHEMES", "Context", "Estimator"]
 
 #: How minibatch indices are drawn: i.i.d. uniform with replacement, or by walking a fresh
 #: random permutation each epoch (without replacement within an epoch).
