@@ -138,7 +138,9 @@ class Result:
 
         stats = {k: np.asarray(v) for k, v in self.info.items()
                  if np.ndim(v) == 2 and np.shape(v)[:2] == (self.num_chains, self.num_draws)}
-        return az.from_dict(posterior=_flat_names(self.samples), sample_stats=stats,
+        # float64: float32 sums over ~1e6 draws lose digits (numpy reduces strided axes naively).
+        posterior = {k: v.astype(np.float64) for k, v in _flat_names(self.samples).items()}
+        return az.from_dict(posterior=posterior, sample_stats=stats,
                             attrs={k: v for k, v in self.meta.items()
                                    if isinstance(v, (str, int, float))})
 
