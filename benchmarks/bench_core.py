@@ -30,6 +30,7 @@ Run ``python benchmarks/bench_core.py`` (full: N = 100,000, 20,000 steps; a few 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -41,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import sgmc
-from sgmc.sampler import Sampler
+from sgmc.sampler import Sampler, SamplerState
 
 Timing = dict[str, float]
 
@@ -140,6 +141,23 @@ def make_scan(cfg: Config, replica: bool) -> Callable[..., jax.Array]:
     return run
 
 
+def make_sampler_scan() -> Callable[..., jax.Array]:
+    """A jitted ``lax.scan`` over sgmc's own ``Sampler.step`` (no driver): isolates the cost
+    of the driver (blocks, vmap, counters, finiteness checks) from that of the step itself.
+    """
+    @partial(jax.jit, static_argnames="num_steps")
+    def run(problem: sgmc.Posterior, sampler: Sampler, theta0: jax.Array, init_key: jax.Array,
+            run_key: jax.Array, num_steps: int) -> jax.Array:
+        def body(state: SamplerState, _: None) -> tuple[SamplerState, jax.Array]:
+            state, _info = sampler.step(problem, state, jax.random.fold_in(run_key, state.t))
+            return state, state.position
+
+        state = sampler.init(problem, theta0, init_key)
+        return jax.lax.scan(body, state, None, length=num_steps)[1]
+
+    return run
+
+
 def make_vmapped_scan(cfg: Config) -> Callable[..., jax.Array]:
     """The replica scan ``vmap``-ed over chains: ``run_keys (C,)`` → draws (C, steps, d)."""
     single = make_scan(cfg, replica=True)
@@ -152,10 +170,11 @@ def make_vmapped_scan(cfg: Config) -> Callable[..., jax.Array]:
     return run
 
 
-def sgmc_run_keys(seed: int, num_chains: int, prng: str) -> jax.Array:
-    """The per-chain run keys sgmc derives from ``seed`` (see sgmc.driver's docstring)."""
+def sgmc_keys(seed: int, num_chains: int, prng: str) -> tuple[jax.Array, jax.Array]:
+    """The per-chain (init, run) keys sgmc derives from ``seed`` (see sgmc.driver)."""
     chain_keys = jax.random.split(jax.random.key(seed, impl=_IMPLS[prng]), num_chains)
-    return jax.vmap(jax.random.split)(chain_keys)[:, 1]
+    pairs = jax.vmap(jax.random.split)(chain_keys)
+    return pairs[:, 0], pairs[:, 1]
 
 
 # --------------------------------------------------------------------------------------
@@ -249,6 +268,11 @@ def _fmt_row(name: str, best_s: float, med_s: float, steps: int, width: int = 46
             f"{1e6 * best_s / steps:9.2f}")
 
 
+def _load() -> str:
+    """The 1-, 5- and 15-minute load averages (other processes skew timings)."""
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
 def _verdict(ratio: float, target: float, at_most: bool) -> str:
     ok = ratio <= target if at_most else ratio >= target
     sign = "≤" if at_most else "≥"
@@ -259,35 +283,41 @@ def bench_single_chain(cfg: Config, post: sgmc.Posterior, x: jax.Array, y: jax.A
                        compiles: CompileCounter) -> None:
     sampler = sgmc.sgld(cfg.step_size, batch_size=cfg.batch_size)
     theta0 = jnp.zeros(cfg.dim, jnp.float32)
-    scans = {"replica": make_scan(cfg, replica=True), "minimal": make_scan(cfg, replica=False)}
+    scans = {"minimal": make_scan(cfg, replica=False), "replica": make_scan(cfg, replica=True)}
+    sampler_scan = make_sampler_scan()
     n = cfg.num_steps
     variants: dict[str, Callable[[], Timing]] = {}
     recompiles: dict[str, int] = {}
     print("Warm-up and correctness checks")
     for prng in _IMPLS:
-        run_key = sgmc_run_keys(cfg.seed, 1, prng)[0]
+        init_keys, run_keys = sgmc_keys(cfg.seed, 1, prng)
         t0 = time.perf_counter()
         res = sgmc.sample(post, sampler, theta0, n, seed=cfg.seed, progress=False, prng=prng)
         print(f"  sgmc.sample {prng:<8} first call {time.perf_counter() - t0:6.2f} s "
               f"(compile_time {res.meta['compile_time']:.2f} s)")
-        draws = {}
-        for kind, scan in scans.items():
-            draws[kind] = jax.block_until_ready(scan(x, y, theta0, run_key, n))
-        diff = max_abs_diff(res.samples[0], draws["replica"])
-        scale = float(np.max(np.abs(draws["replica"])))
-        print(f"  replica scan {prng:<8} vs sgmc draws: max |Δ| = {diff:.2e} "
-              f"(max |θ| = {scale:.2f}) -> {'same update' if diff < 1e-3 * scale else 'DIFFER'}")
-        variants[f"sgmc.sample {prng}"] = sgmc_variant(
-            post, sampler, theta0, n, 1, prng, cfg.seed, compiles, recompiles,
-            f"sgmc.sample {prng}")
-        variants[f"sgmc.sample {prng}"]()  # second warm-up, through the timed path
+        replica = jax.block_until_ready(scans["replica"](x, y, theta0, run_keys[0], n))
+        own = jax.block_until_ready(
+            sampler_scan(post, sampler, theta0, init_keys[0], run_keys[0], n))
+        scale = float(np.max(np.abs(replica)))
+        for what, draws in (("replica scan", replica), ("Sampler.step scan", own)):
+            diff = max_abs_diff(res.samples[0], draws)
+            print(f"  {what:<17} {prng:<8} vs sgmc draws: max |Δ| = {diff:.2e} "
+                  f"(max |θ| = {scale:.2f}) -> "
+                  f"{'same update' if diff < 1e-3 * scale else 'DIFFERENT'}")
+        label = f"sgmc.sample {prng}"
+        variants[label] = sgmc_variant(post, sampler, theta0, n, 1, prng, cfg.seed, compiles,
+                                       recompiles, label)
+        variants[label]()  # a second warm-up, through the timed path
         for kind, scan in scans.items():
             variants[f"lax.scan {prng} {kind}"] = device_variant(
-                partial(scan, x, y, theta0, run_key, n))
+                partial(scan, x, y, theta0, run_keys[0], n))
+            jax.block_until_ready(scan(x, y, theta0, run_keys[0], n))
+        variants[f"lax.scan {prng} Sampler.step"] = device_variant(
+            partial(sampler_scan, post, sampler, theta0, init_keys[0], run_keys[0], n))
 
     step = jax.jit(partial(_sgld_step, batch_size=cfg.batch_size, step_size=cfg.step_size,
                            prior_var=cfg.prior_std ** 2, replica=False))
-    run_key = sgmc_run_keys(cfg.seed, 1, "threefry")[0]
+    run_key = sgmc_keys(cfg.seed, 1, "threefry")[1][0]
     check_steps = min(n, 200)
     loop_draws = run_loop_once(step, x, y, theta0, run_key, check_steps)
     scan_draws = scans["minimal"](x, y, theta0, run_key, check_steps)
@@ -297,8 +327,10 @@ def bench_single_chain(cfg: Config, post: sgmc.Posterior, x: jax.Array, y: jax.A
 
     reps = {name: (cfg.loop_repeats if name.startswith("python") else cfg.repeats)
             for name in variants}
-    print(f"Timing ({cfg.repeats} interleaved repeats; python loop {cfg.loop_repeats}) ...")
+    print(f"Timing ({cfg.repeats} interleaved repeats; python loop {cfg.loop_repeats}), "
+          f"load average before: {_load()} ...")
     t = interleaved(variants, reps)
+    print(f"  load average after: {_load()}")
     for name, count in recompiles.items():
         print(f"  XLA compilations during the timed (post-warm-up) calls of {name}: {count}")
 
@@ -311,31 +343,33 @@ def bench_single_chain(cfg: Config, post: sgmc.Posterior, x: jax.Array, y: jax.A
         print(_fmt_row(f"{name} (sampling_time)", best(t, name, "sampling"),
                        median(t, name, "sampling"), n))
         print(_fmt_row(f"{name} (wall, whole call)", best(t, name), median(t, name), n))
-        for kind in scans:
+        for kind in (*scans, "Sampler.step"):
             name = f"lax.scan {prng} {kind}"
             print(_fmt_row(name, best(t, name), median(t, name), n))
     name = "python loop threefry"
     print(_fmt_row(name, best(t, name), median(t, name), n))
 
-    print("  Ratios (best / best):")
+    print("  Ratios (best / best); the targets refer to sgmc / minimal scan and loop / sgmc:")
     for prng in _IMPLS:
         s_samp = best(t, f"sgmc.sample {prng}", "sampling")
         s_wall = best(t, f"sgmc.sample {prng}")
-        for kind in scans:
+        for kind in (*scans, "Sampler.step"):
             base = best(t, f"lax.scan {prng} {kind}")
-            print(f"    sgmc/scan-{kind:<8} {prng:<8}  sampling_time {s_samp / base:5.2f}   "
-                  f"wall {s_wall / base:5.2f}   "
-                  f"({_verdict(s_samp / base, 1.2, True)} on sampling_time, "
-                  f"{_verdict(s_wall / base, 1.2, True)} on wall)")
+            verdict = (f"   {_verdict(s_samp / base, 1.2, True)} / "
+                       f"{_verdict(s_wall / base, 1.2, True)}") if kind == "minimal" else ""
+            print(f"    sgmc / scan {kind:<13} {prng:<8}  sampling_time {s_samp / base:5.2f}  "
+                  f"wall {s_wall / base:5.2f}{verdict}")
     loop = best(t, "python loop threefry")
     s_samp = best(t, "sgmc.sample threefry", "sampling")
     s_wall = best(t, "sgmc.sample threefry")
-    print(f"    python-loop/sgmc threefry  sampling_time {loop / s_samp:5.2f}   "
-          f"wall {loop / s_wall:5.2f}   ({_verdict(loop / s_wall, 4, False)} on wall)")
+    print(f"    python loop / sgmc        threefry  sampling_time {loop / s_samp:5.2f}  "
+          f"wall {loop / s_wall:5.2f}   {_verdict(loop / s_samp, 4, False)} / "
+          f"{_verdict(loop / s_wall, 4, False)}")
     scan_tf, scan_rbg = best(t, "lax.scan threefry minimal"), best(t, "lax.scan rbg minimal")
-    print(f"    python-loop/scan-minimal threefry {loop / scan_tf:5.2f}")
-    print(f"    threefry/rbg: sgmc {s_samp / best(t, 'sgmc.sample rbg', 'sampling'):5.2f}   "
-          f"scan-minimal {scan_tf / scan_rbg:5.2f}")
+    print(f"    python loop / scan minimal threefry {loop / scan_tf:5.2f}")
+    s_rbg = best(t, "sgmc.sample rbg", "sampling")
+    print(f"    threefry / rbg: sgmc sampling_time {s_samp / s_rbg:5.2f}   "
+          f"scan minimal {scan_tf / scan_rbg:5.2f}")
 
 
 def bench_chains(cfg: Config, post: sgmc.Posterior, x: jax.Array, y: jax.Array,
@@ -351,7 +385,7 @@ def bench_chains(cfg: Config, post: sgmc.Posterior, x: jax.Array, y: jax.Array,
     for c in cfg.chain_counts:
         res = sgmc.sample(post, sampler, theta0, n, num_chains=c, seed=cfg.seed,
                           progress=False)
-        keys = sgmc_run_keys(cfg.seed, c, "threefry")
+        keys = sgmc_keys(cfg.seed, c, "threefry")[1]
         draws = jax.block_until_ready(scan(x, y, theta0, keys, n))
         print(f"  {c:3d} chains: compile_time {res.meta['compile_time']:.2f} s; vmapped "
               f"replica scan vs sgmc draws max |Δ| = {max_abs_diff(res.samples, draws):.2e}")
@@ -360,8 +394,9 @@ def bench_chains(cfg: Config, post: sgmc.Posterior, x: jax.Array, y: jax.Array,
                                        compiles, recompiles, label)
         variants[label]()
         variants[f"scan {c}"] = device_variant(partial(scan, x, y, theta0, keys, n))
-    print(f"Timing ({cfg.chain_repeats} interleaved repeats) ...")
+    print(f"Timing ({cfg.chain_repeats} interleaved repeats), load average before: {_load()} ...")
     t = interleaved(variants, cfg.chain_repeats)
+    print(f"  load average after: {_load()}")
     for name, count in recompiles.items():
         print(f"  XLA compilations during the timed (post-warm-up) calls of {name}: {count}")
 

@@ -35,13 +35,17 @@ def _transition(step, d):
     return F, G
 
 
-def predicted_cov(kind, A, V, h, temperature=1.0, friction=None):
-    """Stationary covariance of θ for ``kind`` in {"sgld", "euler", "splitting"}."""
+def predicted_cov(kind, A, V, h, temperature=1.0, friction=None, precond=None):
+    """Stationary covariance of θ for ``kind`` in {"sgld", "euler", "splitting"}.
+
+    ``precond`` (a vector G) turns SGLD into pSGLD with that preconditioner held fixed.
+    """
     d = A.shape[0]
     eye = np.eye(d)
     if kind == "sgld":
-        F = eye - h * A
-        return solve_discrete_lyapunov(F, h**2 * V + 2 * h * temperature * eye)
+        G = np.diag(np.ones(d) if precond is None else precond)
+        F = eye - h * G @ A
+        return solve_discrete_lyapunov(F, h**2 * G @ V @ G + 2 * h * temperature * G)
     D = friction
     # w = −h e + sqrt(2 D h τ) ξ: everything random that enters the momentum kick.
     W = h**2 * V + 2 * D * h * temperature * eye
