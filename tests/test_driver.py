@@ -127,3 +127,10 @@ def test_to_arviz_and_summary(post):
     assert idata.posterior["theta"].shape == (2, 100, 2)
     assert idata.sample_stats["grad_evals"].shape == (2, 100)
     assert {"mean", "sd", "ess_bulk", "r_hat"} <= set(res.summary().columns)
+
+
+def test_progress_bar_updates_per_block(post, capsys):
+    pytest.importorskip("tqdm")
+    sgmc.sample(post, SAMPLER, jnp.zeros(2), num_steps=100, progress=True, draws_per_block=25)
+    err = capsys.readouterr().err
+    assert "100/100" in err and "sgld" in err

@@ -73,10 +73,10 @@ def run_demo(out: str = "sgmc-demo", quick: bool = False, seed: int = 0,
                   num_steps=warm_steps, thin=warm_steps, progress=progress)
     start = jnp.asarray(warm.samples[0, -1])
     rows, results = [], {}
-    for name, sampler in configs:
+    for i, (name, sampler) in enumerate(configs):
         t0 = time.perf_counter()
         res = sample(post, sampler, start, num_steps=steps, num_chains=chains,
-                     burn_in=burn, thin=10, seed=seed, progress=progress)
+                     burn_in=burn, thin=10, seed=seed + i, progress=progress)
         seconds = time.perf_counter() - t0
         mean_err, cov_err, ess = _scores(res.samples, mu, cov)
         rows.append(DemoRow(name, float(sampler.step_size.max_value()), mean_err, cov_err, ess,

@@ -14,6 +14,7 @@ depend on how the run is cut into blocks, and the same seed gives bitwise identi
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import sys
@@ -132,7 +133,9 @@ def _chain_positions(problem: Problem, init: PyTree, num_chains: int) -> PyTree:
 def _want_progress(progress: bool | None) -> bool:
     if progress is not None:
         return bool(progress)
-    return sys.stderr.isatty() and not os.environ.get("CI")
+    if not sys.stderr.isatty() or os.environ.get("CI"):
+        return False
+    return importlib.util.find_spec("tqdm") is not None  # an optional dependency
 
 
 def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_chains: int = 1,
@@ -154,7 +157,8 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
         burn_in: steps discarded first, in [0, num_steps − 1].
         thin: keep every ``thin``-th draw, in [1, num_steps − burn_in].
         seed: integer in [0, 2³² − 1]; the same seed gives bitwise identical draws.
-        progress: show a progress bar; default: only on an interactive terminal outside CI.
+        progress: show a progress bar (needs tqdm, in the ``diagnostics`` extra); default:
+            only on an interactive terminal outside CI, when tqdm is installed.
         draws_per_block: draws computed per compiled block (default: about 1/20 of the run,
             capped so that a block's draws take at most 64 MiB).
         prng: ``"threefry"`` (default; the same draws on every backend and sharding) or
