@@ -72,7 +72,7 @@ FULL = Config(num_data=100_000, dim=54, batch_size=50, step_size=1e-5, num_steps
               repeats=7, loop_repeats=3, chain_counts=(1, 16, 64), chain_steps=5_000,
               chain_repeats=3)
 QUICK = Config(num_data=10_000, dim=54, batch_size=50, step_size=1e-5, num_steps=2_000,
-               repeats=3, loop_repeats=2, chain_counts=(1, 16, 64), chain_steps=500,
+               repeats=3, loop_repeats=2, chain_counts=(1, 16), chain_steps=500,
                chain_repeats=2)
 
 
@@ -132,11 +132,16 @@ def make_scan(cfg: Config, replica: bool) -> Callable[..., jax.Array]:
     @partial(jax.jit, static_argnames="num_steps")
     def run(x: jax.Array, y: jax.Array, theta0: jax.Array, run_key: jax.Array,
             num_steps: int) -> jax.Array:
-        def body(theta: jax.Array, t: jax.Array) -> tuple[jax.Array, jax.Array]:
+        # The step index rides in the carry: scanning over ``arange(num_steps)`` instead
+        # measured ~10 % slower per step here.
+        def body(carry: tuple[jax.Array, jax.Array],
+                 _: None) -> tuple[tuple[jax.Array, jax.Array], jax.Array]:
+            theta, t = carry
             theta = step(theta, x, y, run_key, t)
-            return theta, theta
+            return (theta, t + 1), theta
 
-        return jax.lax.scan(body, theta0, jnp.arange(num_steps, dtype=jnp.int32))[1]
+        init = (theta0, jnp.zeros((), jnp.int32))
+        return jax.lax.scan(body, init, None, length=num_steps)[1]
 
     return run
 

@@ -214,15 +214,7 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
     run = _run_block.lower(*args, max_draws=draws_per_block).compile()
     compile_time = time.perf_counter() - t_start
 
-    # The plan: (n_draws, thin, keep) blocks covering burn-in, draws, leftover steps.
-    steps_per_block = draws_per_block * thin
-    plan = [(1, min(steps_per_block, burn_in - s), False) for s in range(0, burn_in,
-                                                                      steps_per_block)]
-    plan += [(min(draws_per_block, num_draws - d), thin, True)
-             for d in range(0, num_draws, draws_per_block)]
-    if trailing:
-        plan.append((1, trailing, False))
-
+    plan = _block_plan(burn_in, num_draws, thin, trailing, draws_per_block)
     kept: list[dict] = []
     bar = None
     if _want_progress(progress):
@@ -250,6 +242,23 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
             bar.close()
     return _assemble(kept, sampler, problem, states, counters,
                      _timed(settings, compile_time, t_run))
+
+
+def _block_plan(burn_in: int, num_draws: int, thin: int, trailing: int,
+                draws_per_block: int) -> list[tuple[int, int, bool]]:
+    """(draws, steps per draw, keep?) for each block: burn-in, then draws, then leftovers.
+
+    Burn-in and leftover steps run as blocks of one discarded "draw" of many steps, so every
+    block reuses the one compiled program.
+    """
+    steps_per_block = draws_per_block * thin
+    plan = [(1, min(steps_per_block, burn_in - s), False)
+            for s in range(0, burn_in, steps_per_block)]
+    plan += [(min(draws_per_block, num_draws - d), thin, True)
+             for d in range(0, num_draws, draws_per_block)]
+    if trailing:
+        plan.append((1, trailing, False))
+    return plan
 
 
 def _timed(settings: dict, compile_time: float, t_run: float) -> dict:
