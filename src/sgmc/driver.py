@@ -59,43 +59,47 @@ def _add_u64(hi, lo, n):
     return hi + (lo_new < lo).astype(jnp.uint32), lo_new
 
 
-def _chain_block(problem, sampler, state, counters, run_key, n_draws, thin, max_draws):
-    """Run ``n_draws`` × ``thin`` steps of one chain, recording a draw every ``thin`` steps."""
-    info_shape = jax.eval_shape(partial(sampler.step, problem), state, run_key)[1]
-    stat_keys = sorted(k for k in info_shape if k != "grad_evals")
+@partial(jax.jit, static_argnames=("max_draws",))
+def _run_block(problem, sampler, states, counters, run_keys, t0, n_draws, thin, *, max_draws):
+    """Run ``n_draws`` × ``thin`` steps of every chain from global step ``t0``, recording a
+    draw every ``thin`` steps into a buffer of ``max_draws`` slots (draw axis first).
 
-    def one_step(_, carry):
-        state, c, acc = carry
-        t = state.t
-        state, info = sampler.step(problem, state, jax.random.fold_in(run_key, t))
+    The loops run outside the ``vmap`` over chains, so the step index t is one unbatched
+    number: periodic work keyed on it (SVRG snapshots, anchor refreshes) stays a real branch
+    instead of a select that would evaluate both sides for every chain at every step.
+    """
+    step = jax.vmap(sampler.step, in_axes=(None, 0, 0, None))
+    fold = jax.vmap(jax.random.fold_in, in_axes=(0, None))
+    finite = jax.vmap(all_finite)
+    info_shape = jax.eval_shape(step, problem, states, run_keys, t0)[1]
+    stat_keys = sorted(k for k in info_shape if k != "grad_evals")
+    num_chains = counters.bad_step.shape[0]
+
+    def one_step(t, carry):
+        states, c, acc = carry
+        states, info = step(problem, states, fold(run_keys, t), t)
         hi, lo = _add_u64(c.evals_hi, c.evals_lo, info["grad_evals"])
-        ok = all_finite(state.position)
-        bad = jnp.where((c.bad_step < 0) & ~ok, t, c.bad_step)
+        bad = jnp.where((c.bad_step < 0) & ~finite(states.position), t, c.bad_step)
         acc = {k: acc[k] + jnp.asarray(info[k], jnp.float32) for k in stat_keys}
-        return state, _Counters(hi, lo, bad), acc
+        return states, _Counters(hi, lo, bad), acc
 
     def one_draw(j, carry):
-        state, c, buf = carry
-        zeros = {k: jnp.zeros((), jnp.float32) for k in stat_keys}
-        state, c, acc = jax.lax.fori_loop(0, thin, one_step, (state, c, zeros))
-        record = {"position": state.position, "evals_hi": c.evals_hi, "evals_lo": c.evals_lo,
-                  "t": state.t, "stats": acc}
+        states, c, buf = carry
+        zeros = {k: jnp.zeros(num_chains, jnp.float32) for k in stat_keys}
+        first = t0 + j * thin
+        states, c, acc = jax.lax.fori_loop(first, first + thin, one_step, (states, c, zeros))
+        record = {"position": states.position, "evals_hi": c.evals_hi,
+                  "evals_lo": c.evals_lo, "stats": acc}
         buf = jax.tree.map(lambda b, x: jax.lax.dynamic_update_index_in_dim(b, x, j, 0),
                            buf, record)
-        return state, c, buf
+        return states, c, buf
 
-    template = {"position": state.position, "evals_hi": counters.evals_hi,
-                "evals_lo": counters.evals_lo, "t": state.t,
-                "stats": {k: jnp.zeros((), jnp.float32) for k in stat_keys}}
+    template = {"position": states.position, "evals_hi": counters.evals_hi,
+                "evals_lo": counters.evals_lo,
+                "stats": {k: jnp.zeros(num_chains, jnp.float32) for k in stat_keys}}
     buf = jax.tree.map(lambda x: jnp.zeros((max_draws, *jnp.shape(x)), jnp.result_type(x)),
                        template)
-    return jax.lax.fori_loop(0, n_draws, one_draw, (state, counters, buf))
-
-
-@partial(jax.jit, static_argnames=("max_draws",))
-def _run_block(problem, sampler, states, counters, run_keys, n_draws, thin, *, max_draws):
-    return jax.vmap(_chain_block, in_axes=(None, None, 0, 0, 0, None, None, None))(
-        problem, sampler, states, counters, run_keys, n_draws, thin, max_draws)
+    return jax.lax.fori_loop(0, n_draws, one_draw, (states, counters, buf))
 
 
 @jax.jit
@@ -210,37 +214,43 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
     states = _init_chains(problem, sampler, positions, init_keys)
     counters = _Counters(jnp.zeros(num_chains, jnp.uint32), jnp.zeros(num_chains, jnp.uint32),
                          jnp.full(num_chains, -1, jnp.int32))
-    args = (problem, sampler, states, counters, run_keys, jnp.int32(1), jnp.int32(1))
+    args = (problem, sampler, states, counters, run_keys, jnp.int32(0), jnp.int32(1),
+            jnp.int32(1))
     run = _run_block.lower(*args, max_draws=draws_per_block).compile()
     compile_time = time.perf_counter() - t_start
 
     plan = _block_plan(burn_in, num_draws, thin, trailing, draws_per_block)
     kept: list[dict] = []
+    draw_steps: list[np.ndarray] = []
     bar = None
     if _want_progress(progress):
         from tqdm.auto import tqdm
         bar = tqdm(total=num_steps, desc=getattr(sampler, "name", "sampling"), unit="step")
     t_run = time.perf_counter()
+    t0 = 0
     try:
         for n_draws, block_thin, keep in plan:
             states, counters, buf = run(problem, sampler, states, counters, run_keys,
-                                        jnp.int32(n_draws), jnp.int32(block_thin))
+                                        jnp.int32(t0), jnp.int32(n_draws), jnp.int32(block_thin))
             if keep:
-                kept.append(jax.tree.map(lambda b, n=n_draws: np.asarray(b[:, :n]), buf))
-            bad = np.asarray(counters.bad_step)
+                kept.append(jax.tree.map(lambda b, n=n_draws: np.swapaxes(np.asarray(b[:n]),
+                                                                          0, 1), buf))
+                draw_steps.append(t0 + block_thin * np.arange(1, n_draws + 1))
+            t0 += n_draws * block_thin
             if bar is not None:
                 bar.update(n_draws * block_thin)
+            bad = np.asarray(counters.bad_step)
             if (bad >= 0).any():
                 chain = int(np.argmin(np.where(bad >= 0, bad, np.iinfo(np.int32).max)))
                 step = int(bad[chain]) + 1
-                partial_res = _assemble(kept, sampler, problem, states, counters,
+                partial_res = _assemble(kept, draw_steps, sampler, problem, states, counters,
                                         _timed(settings, compile_time, t_run),
                                         max_step=step - 1)
                 raise DivergenceError(step, chain, partial_res)
     finally:
         if bar is not None:
             bar.close()
-    return _assemble(kept, sampler, problem, states, counters,
+    return _assemble(kept, draw_steps, sampler, problem, states, counters,
                      _timed(settings, compile_time, t_run))
 
 
@@ -266,21 +276,22 @@ def _timed(settings: dict, compile_time: float, t_run: float) -> dict:
                 sampling_time=time.perf_counter() - t_run)
 
 
-def _assemble(kept, sampler, problem, states, counters, meta, max_step=None) -> Result:
+def _assemble(kept, draw_steps, sampler, problem, states, counters, meta,
+              max_step=None) -> Result:
     """Concatenate the kept blocks into a Result (optionally only draws up to ``max_step``)."""
+    n = counters.bad_step.shape[0]
     if kept:
         cat = jax.tree.map(lambda *b: np.concatenate(b, axis=1), *kept)
+        steps = np.concatenate(draw_steps)
     else:  # no draw kept yet: empty arrays of the right trailing shapes
         pos = jax.tree.map(lambda x: np.zeros((x.shape[0], 0, *x.shape[1:]), x.dtype),
                            states.position)
-        n = np.asarray(counters.evals_lo).shape[0]
         cat = {"position": pos, "evals_hi": np.zeros((n, 0), np.uint32),
-               "evals_lo": np.zeros((n, 0), np.uint32), "t": np.zeros((n, 0), np.int32),
-               "stats": {}}
-    steps = cat["t"][0] if cat["t"].shape[0] else cat["t"]
+               "evals_lo": np.zeros((n, 0), np.uint32), "stats": {}}
+        steps = np.zeros(0, np.int64)
     keep = slice(None) if max_step is None else (steps <= max_step)
     evals = (cat["evals_hi"].astype(np.int64) << 32) + cat["evals_lo"].astype(np.int64)
-    info = {"grad_evals": evals[:, keep], "step": np.asarray(steps)[keep]}
+    info = {"grad_evals": evals[:, keep], "step": steps[keep]}
     info.update({k: v[:, keep] for k, v in cat["stats"].items()})
     samples = jax.tree.map(lambda x: x[:, keep], cat["position"])
     total = ((np.asarray(counters.evals_hi).astype(np.int64) << 32)

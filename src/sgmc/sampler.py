@@ -26,11 +26,10 @@ PyTree = Any
 
 
 class SamplerState(NamedTuple):
-    """Everything a chain carries: dynamics state (with the estimator's), batching, step t."""
+    """Everything a chain carries: dynamics state (with the estimator's) and batching."""
 
     dyn: Any
     batch: Any
-    t: jax.Array
 
     @property
     def position(self) -> PyTree:
@@ -53,26 +52,26 @@ class Sampler:
         return Batcher(self.batch_size, self.estimator.sampling)
 
     def params(self, t: jax.Array) -> StepParams:
-        """This step's step size (from the schedule) and temperature."""
+        """Step t's step size (from the schedule), temperature and index."""
         return StepParams(jnp.asarray(self.step_size(t), jnp.float32),
-                          jnp.asarray(self.temperature, jnp.float32))
+                          jnp.asarray(self.temperature, jnp.float32), jnp.asarray(t, jnp.int32))
 
     def init(self, problem, position: PyTree, key: jax.Array) -> SamplerState:
         k_dyn, k_batch = jax.random.split(key)
         dyn = self.dynamics.init(problem, self.estimator, position, k_dyn, self.params(0))
-        return SamplerState(dyn, self.batcher.init(problem.num_data, k_batch),
-                            jnp.zeros((), jnp.int32))
+        return SamplerState(dyn, self.batcher.init(problem.num_data, k_batch))
 
     def transition(self, problem, dyn_state, batch, key, params: StepParams):
         """One dynamics step on a given minibatch with given (h, τ) — the coupling's hook."""
         return self.dynamics.step(problem, self.estimator, dyn_state, batch, key, params)
 
-    def step(self, problem, state: SamplerState, key: jax.Array):
-        """Draw a minibatch, take one step; return the new state and ``{"grad_evals": n}``."""
+    def step(self, problem, state: SamplerState, key: jax.Array, t: jax.Array):
+        """Step t (0-based): draw a minibatch, move; return the new state and
+        ``{"grad_evals": n}``. The driver passes t unbatched (shared by all chains)."""
         k_batch, k_step = jax.random.split(key)
         batch, batch_state = self.batcher.draw(state.batch, k_batch, problem.num_data)
-        dyn, n_evals = self.transition(problem, state.dyn, batch, k_step, self.params(state.t))
-        return SamplerState(dyn, batch_state, state.t + 1), {"grad_evals": n_evals}
+        dyn, n_evals = self.transition(problem, state.dyn, batch, k_step, self.params(t))
+        return SamplerState(dyn, batch_state), {"grad_evals": n_evals}
 
     def check(self, problem) -> None:
         """Validate the sampler against a problem (batch size within [1, N])."""

@@ -22,7 +22,12 @@ __all__ = ["StepParams"]
 
 
 class StepParams(NamedTuple):
-    """Per-step numbers chosen by the sampler (schedules) or the coupling (replicas)."""
+    """Per-step numbers chosen by the sampler (schedules) or the coupling (replicas).
+
+    ``t`` is the 0-based step index, shared by all chains and replicas (unbatched), which
+    periodic estimator work (SVRG snapshots) keys on.
+    """
 
     step_size: jax.Array
     temperature: jax.Array
+    t: jax.Array

@@ -34,7 +34,7 @@ class Langevin:
     def step(self, problem, estimator, state, batch, key, params):
         k_est, k_noise = jax.random.split(key)
         h, tau = params.step_size, params.temperature
-        ctx = Context(step_size=h, temperature=tau)
+        ctx = Context(t=params.t, step_size=h, temperature=tau)
         grad, est, n_evals = estimator.estimate(problem, state.est, state.position, batch,
                                                 k_est, ctx)
         scale = jnp.sqrt(2.0 * h * tau)

@@ -43,7 +43,7 @@ class PSGLD:
     def step(self, problem, estimator, state, batch, key, params):
         k_est, k_noise = jax.random.split(key)
         h, tau = params.step_size, params.temperature
-        ctx = Context(step_size=h, temperature=tau)
+        ctx = Context(t=params.t, step_size=h, temperature=tau)
         grad, est, n = estimator.estimate(problem, state.est, state.position, batch, k_est, ctx)
         per_datum = 1.0 / max(problem.num_data, 1)
         v = jax.tree.map(lambda v, g: self.alpha * v + (1.0 - self.alpha) * (g * per_datum) ** 2,

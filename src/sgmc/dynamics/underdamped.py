@@ -60,7 +60,8 @@ class Underdamped:
         noise = normal_like(k_noise, state.position)
         tmap = jax.tree.map
         if self.integrator == "euler":
-            ctx = Context(step_size=h, temperature=tau, friction=fr, momentum=state.momentum)
+            ctx = Context(t=params.t, step_size=h, temperature=tau, friction=fr,
+                          momentum=state.momentum)
             grad, est, n = estimator.estimate(problem, state.est, state.position, batch,
                                               k_est, ctx)
             p = tmap(lambda p, g, z: (1.0 - fr * h) * p - h * g + noise_scale * z,
@@ -70,7 +71,7 @@ class Underdamped:
         decay = jnp.exp(-0.5 * fr * h)
         half = tmap(lambda x, p: x + 0.5 * h * p, state.position, state.momentum)
         p1 = tmap(lambda p: decay * p, state.momentum)
-        ctx = Context(step_size=h, temperature=tau, friction=fr, momentum=p1)
+        ctx = Context(t=params.t, step_size=h, temperature=tau, friction=fr, momentum=p1)
         grad, est, n = estimator.estimate(problem, state.est, half, batch, k_est, ctx)
         p = tmap(lambda p, g, z: decay * (p - h * g + noise_scale * z), p1, grad, noise)
         theta = tmap(lambda x, p: x + 0.5 * h * p, half, p)

@@ -30,8 +30,9 @@ SAMPLING_SCHEMES = ("replacement", "permutation")
 
 
 class Context(NamedTuple):
-    """What the dynamics tells the estimator about the current step."""
+    """What the dynamics tells the estimator about the current step (``t``: 0-based index)."""
 
+    t: jax.Array
     step_size: jax.Array
     temperature: jax.Array
     friction: jax.Array | None = None
