@@ -112,3 +112,18 @@ def moment_check(draws, mu, sigma, pred_cov, z_mean=4.0, k_cov=3.0):
         "mc_tol": mc, "ess_sq": ess_sq, "ess_mean": ess_mean,
         "eig_hat": np.linalg.eigvalsh(M_hat), "eig_pred": np.linalg.eigvalsh(M_pred),
     }
+
+
+def control_variate_noise_cov(X, sigma, noise_std, batch_size):
+    """Covariance of the SVRG/SAGA gradient noise for linear regression, averaged over the
+    stationary law: with Δ = θ − (anchor) the noise is (N/n)Σ_B x_i x_iᵀΔ/σ² − XᵀXΔ/σ², whose
+    covariance given Δ is (N²/n) Cov_i(x_i x_iᵀ Δ)/σ⁴. Averaging over Δ ~ N(0, 2Σ) — anchor and
+    state as independent posterior draws, the far-apart limit (an upper bound in practice):
+
+        V = (N²/n) · [ (1/N) Σ_i 2 (x_iᵀ Σ x_i) x_i x_iᵀ − 2 M Σ M ] / σ⁴,  M = XᵀX / N.
+    """
+    n_data = X.shape[0]
+    M = X.T @ X / n_data
+    q = np.einsum("ij,jk,ik->i", X, sigma, X)
+    second = 2 * (X * q[:, None]).T @ X / n_data
+    return n_data**2 / batch_size * (second - 2 * M @ sigma @ M) / noise_std**4

@@ -11,12 +11,12 @@ A sampler is a composition problem × estimator × dynamics × coupling (see DES
 from . import models, schedules
 from .driver import sample
 from .errors import DivergenceError
-from .estimators import uniform
+from .estimators import control_variate, saga, svrg, uniform
 from .problem import Objective, Posterior
 from .result import Result
 from .sampler import psgld, sghmc, sgld
 
 __version__ = "0.1.0"
 
-__all__ = ["DivergenceError", "Objective", "Posterior", "Result", "models", "psgld", "sample",
-           "schedules", "sghmc", "sgld", "uniform"]
+__all__ = ["DivergenceError", "Objective", "Posterior", "Result", "control_variate", "models",
+           "psgld", "saga", "sample", "schedules", "sghmc", "sgld", "svrg", "uniform"]

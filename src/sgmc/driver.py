@@ -192,8 +192,8 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
     check.choice("prng", prng, tuple(_PRNG_IMPLS))
     if draws_per_block is not None:
         draws_per_block = check.integer("draws_per_block", draws_per_block, lo=1)
-    sampler.check(problem)
     positions = _chain_positions(problem, init, num_chains)
+    sampler.check(problem, jax.tree.map(lambda x: x[0], positions), num_chains)
 
     settings = {"num_steps": num_steps, "burn_in": burn_in, "thin": thin, "seed": seed,
                 "num_chains": num_chains, "prng": prng}

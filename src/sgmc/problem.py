@@ -177,6 +177,24 @@ class Problem:
             total = last if total is None else _tree_add(total, last)
         return total
 
+    def full_data_map(self, fn: Callable[[PyTree, PyTree], PyTree], params: PyTree) -> PyTree:
+        """``fn(θ, chunk)`` (per-example outputs with a leading chunk axis) over all data,
+        concatenated to a leading axis of N — the caller asked for O(N) output (SAGA's table)."""
+        if not self.has_data:
+            raise ValueError("this problem has no data to pass over")
+        n, c = self.num_data, self.chunk_size
+        n_full, rem = divmod(n, c)
+        parts = []
+        if n_full:
+            chunks = jax.tree.map(lambda a: a[:n_full * c].reshape(n_full, c, *a.shape[1:]),
+                                  self.data)
+            out = jax.lax.map(lambda chunk: fn(params, chunk), chunks)
+            parts.append(jax.tree.map(lambda a: a.reshape(n_full * c, *a.shape[2:]), out))
+        if rem:
+            parts.append(fn(params, jax.tree.map(lambda a: a[n_full * c:], self.data)))
+        return parts[0] if len(parts) == 1 else jax.tree.map(
+            lambda *p: jnp.concatenate(p, axis=0), *parts)
+
     def full_energy(self, params: PyTree) -> jax.Array:
         """U(θ) = U₀(θ) + w Σ_i L_i(θ), computed in chunks."""
         u = self.exact_energy(params)

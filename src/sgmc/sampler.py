@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from . import _validate as check
 from ._pytree import pytree_dataclass, static
 from .dynamics import INTEGRATORS, PSGLD, Langevin, StepParams, Underdamped
-from .estimators import Batcher, Estimator, uniform
+from .estimators import Batcher, Estimator, Uniform, uniform
 from .schedules import Schedule, as_schedule
 
 __all__ = ["Sampler", "SamplerState", "psgld", "sghmc", "sgld"]
@@ -73,13 +73,18 @@ class Sampler:
         dyn, n_evals = self.transition(problem, state.dyn, batch, k_step, self.params(t))
         return SamplerState(dyn, batch_state), {"grad_evals": n_evals}
 
-    def check(self, problem) -> None:
-        """Validate the sampler against a problem (batch size within [1, N])."""
+    def check(self, problem, position: PyTree, num_chains: int = 1) -> None:
+        """Validate against a problem and one position, before compiling: batch size within
+        [1, N], and the estimator's own checks (e.g. SAGA's table memory)."""
         if self.batch_size is not None:
             if not problem.has_data:
                 raise ValueError("batch_size must be None for a problem without data "
                                  f"(got batch_size={self.batch_size})")
             check.integer("batch_size", self.batch_size, lo=1, hi=problem.num_data)
+        elif not isinstance(self.estimator, Uniform):
+            raise ValueError(f"{type(self.estimator).__name__} needs a minibatch: set "
+                             "batch_size (batch_size=None means exact full-data gradients)")
+        self.estimator.check(problem, position, num_chains)
 
 
 def _common(step_size, batch_size, temperature, estimator):

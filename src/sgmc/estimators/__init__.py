@@ -2,6 +2,9 @@
 
 from .base import SAMPLING_SCHEMES, Context, Estimator
 from .batching import Batcher
+from .saga import SAGA, saga
+from .svrg import SVRG, control_variate, svrg
 from .uniform import Uniform, uniform
 
-__all__ = ["SAMPLING_SCHEMES", "Batcher", "Context", "Estimator", "Uniform", "uniform"]
+__all__ = ["SAGA", "SAMPLING_SCHEMES", "SVRG", "Batcher", "Context", "Estimator", "Uniform",
+           "control_variate", "saga", "svrg", "uniform"]

@@ -44,6 +44,9 @@ class Estimator:
 
     sampling: str
 
+    def check(self, problem, position: PyTree, num_chains: int) -> None:
+        """Validate against a problem and one position before compiling (default: nothing)."""
+
     def init(self, problem, position: PyTree, key: jax.Array) -> PyTree:
         raise NotImplementedError  # pragma: no cover
 

@@ -25,14 +25,23 @@ __all__ = ["linear_regression", "linear_regression_posterior", "synthetic_linear
 
 @dataclass(frozen=True)
 class GaussianLoglik:
-    """log N(y; xᵀθ, σ²) of one datum {"x": (d,), "y": ()}."""
+    """log N(y; xᵀθ, σ²) of one datum {"x": (d,), "y": ()}.
+
+    A generalised linear model: ``predictor`` is linear in θ and the per-datum energy is
+    ``predictor_loss(predictor(θ, datum), datum)`` (what lightweight SAGA relies on).
+    """
 
     noise_std: float
 
-    def __call__(self, theta: jax.Array, datum) -> jax.Array:
-        r = datum["y"] - jnp.dot(datum["x"], theta)
+    def predictor(self, theta: jax.Array, datum) -> jax.Array:
+        return jnp.dot(datum["x"], theta)
+
+    def predictor_loss(self, z: jax.Array, datum) -> jax.Array:
         var = self.noise_std ** 2
-        return -0.5 * r ** 2 / var - 0.5 * jnp.log(2 * jnp.pi * var)
+        return 0.5 * (datum["y"] - z) ** 2 / var + 0.5 * jnp.log(2 * jnp.pi * var)
+
+    def __call__(self, theta: jax.Array, datum) -> jax.Array:
+        return -self.predictor_loss(self.predictor(theta, datum), datum)
 
 
 def _xy(X, y):

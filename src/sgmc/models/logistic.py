@@ -21,11 +21,17 @@ __all__ = ["logistic_regression", "synthetic_logistic_data"]
 
 @dataclass(frozen=True)
 class BernoulliLoglik:
-    """log Bernoulli(y; σ(xᵀθ)) of one datum {"x": (d,), "y": ()}."""
+    """log Bernoulli(y; σ(xᵀθ)) of one datum {"x": (d,), "y": ()}; a generalised linear
+    model (see :class:`sgmc.models.linear.GaussianLoglik`)."""
+
+    def predictor(self, theta: jax.Array, datum) -> jax.Array:
+        return jnp.dot(datum["x"], theta)
+
+    def predictor_loss(self, z: jax.Array, datum) -> jax.Array:
+        return jnp.logaddexp(0.0, z) - datum["y"] * z
 
     def __call__(self, theta: jax.Array, datum) -> jax.Array:
-        z = jnp.dot(datum["x"], theta)
-        return datum["y"] * z - jnp.logaddexp(0.0, z)
+        return -self.predictor_loss(self.predictor(theta, datum), datum)
 
 
 def logistic_regression(X, y, prior_std: float = 1.0, chunk_size: int = 1024) -> Posterior:
