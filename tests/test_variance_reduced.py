@@ -12,14 +12,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
+import sgmc
 from linear_gaussian import (
     control_variate_noise_cov,
     gradient_noise_cov,
     moment_check,
     predicted_cov,
 )
-
-import sgmc
 from sgmc.estimators import Context
 
 N, D, B = 10_000, 5, 10
