@@ -66,18 +66,37 @@ def _run_block(problem, sampler, states, counters, run_keys, t0, n_draws, thin, 
 
     The loops run outside the ``vmap`` over chains, so the step index t is one unbatched
     number: periodic work keyed on it (SVRG snapshots, anchor refreshes) stays a real branch
-    instead of a select that would evaluate both sides for every chain at every step.
+    instead of a select that would evaluate both sides for every chain at every step. A
+    single chain is not ``vmap``-ed at all: on XLA:CPU batching one chain still costs (its
+    gathers become batched gathers), so it runs unbatched and gains its axis back at the end.
     """
-    step = jax.vmap(sampler.step, in_axes=(None, 0, 0, None))
-    fold = jax.vmap(jax.random.fold_in, in_axes=(0, None))
-    finite = jax.vmap(all_finite)
-    info_shape = jax.eval_shape(step, problem, states, run_keys, t0)[1]
+    single = counters.bad_step.shape[0] == 1
+    if single:
+        def inner(tree):
+            return jax.tree.map(lambda x: x[0], tree)
+
+        def outer(tree, axis=0):
+            return jax.tree.map(lambda x: jnp.expand_dims(x, axis), tree)
+
+        step, fold, finite = sampler.step, jax.random.fold_in, all_finite
+    else:
+        def inner(tree):
+            return tree
+
+        def outer(tree, axis=0):
+            return tree
+
+        step = jax.vmap(sampler.step, in_axes=(None, 0, 0, None))
+        fold = jax.vmap(jax.random.fold_in, in_axes=(0, None))
+        finite = jax.vmap(all_finite)
+    states, counters, keys = inner((states, counters, run_keys))
+    info_shape = jax.eval_shape(step, problem, states, keys, t0)[1]
     stat_keys = sorted(k for k in info_shape if k != "grad_evals")
-    num_chains = counters.bad_step.shape[0]
+    stat_zero = {k: jnp.zeros(counters.bad_step.shape, jnp.float32) for k in stat_keys}
 
     def one_step(t, carry):
         states, c, acc = carry
-        states, info = step(problem, states, fold(run_keys, t), t)
+        states, info = step(problem, states, fold(keys, t), t)
         hi, lo = _add_u64(c.evals_hi, c.evals_lo, info["grad_evals"])
         bad = jnp.where((c.bad_step < 0) & ~finite(states.position), t, c.bad_step)
         acc = {k: acc[k] + jnp.asarray(info[k], jnp.float32) for k in stat_keys}
@@ -85,9 +104,8 @@ def _run_block(problem, sampler, states, counters, run_keys, t0, n_draws, thin, 
 
     def one_draw(j, carry):
         states, c, buf = carry
-        zeros = {k: jnp.zeros(num_chains, jnp.float32) for k in stat_keys}
         first = t0 + j * thin
-        states, c, acc = jax.lax.fori_loop(first, first + thin, one_step, (states, c, zeros))
+        states, c, acc = jax.lax.fori_loop(first, first + thin, one_step, (states, c, stat_zero))
         record = {"position": states.position, "evals_hi": c.evals_hi,
                   "evals_lo": c.evals_lo, "stats": acc}
         buf = jax.tree.map(lambda b, x: jax.lax.dynamic_update_index_in_dim(b, x, j, 0),
@@ -95,11 +113,11 @@ def _run_block(problem, sampler, states, counters, run_keys, t0, n_draws, thin, 
         return states, c, buf
 
     template = {"position": states.position, "evals_hi": counters.evals_hi,
-                "evals_lo": counters.evals_lo,
-                "stats": {k: jnp.zeros(num_chains, jnp.float32) for k in stat_keys}}
+                "evals_lo": counters.evals_lo, "stats": stat_zero}
     buf = jax.tree.map(lambda x: jnp.zeros((max_draws, *jnp.shape(x)), jnp.result_type(x)),
                        template)
-    return jax.lax.fori_loop(0, n_draws, one_draw, (states, counters, buf))
+    states, counters, buf = jax.lax.fori_loop(0, n_draws, one_draw, (states, counters, buf))
+    return outer(states), outer(counters), outer(buf, axis=1)
 
 
 @jax.jit
@@ -214,8 +232,7 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
     states = _init_chains(problem, sampler, positions, init_keys)
     counters = _Counters(jnp.zeros(num_chains, jnp.uint32), jnp.zeros(num_chains, jnp.uint32),
                          jnp.full(num_chains, -1, jnp.int32))
-    args = (problem, sampler, states, counters, run_keys, jnp.int32(0), jnp.int32(1),
-            jnp.int32(1))
+    args = (problem, sampler, states, counters, run_keys, np.int32(0), np.int32(1), np.int32(1))
     run = _run_block.lower(*args, max_draws=draws_per_block).compile()
     compile_time = time.perf_counter() - t_start
 
@@ -230,11 +247,12 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
     t0 = 0
     try:
         for n_draws, block_thin, keep in plan:
+            # NumPy scalars: creating device scalars costs ~0.1 ms each here.
             states, counters, buf = run(problem, sampler, states, counters, run_keys,
-                                        jnp.int32(t0), jnp.int32(n_draws), jnp.int32(block_thin))
-            if keep:
-                kept.append(jax.tree.map(lambda b, n=n_draws: np.swapaxes(np.asarray(b[:n]),
-                                                                          0, 1), buf))
+                                        np.int32(t0), np.int32(n_draws), np.int32(block_thin))
+            if keep:  # slice on the host: an eager device slice costs more than the copy
+                kept.append(jax.tree.map(
+                    lambda b, n=n_draws: np.swapaxes(np.asarray(b)[:n], 0, 1), buf))
                 draw_steps.append(t0 + block_thin * np.arange(1, n_draws + 1))
             t0 += n_draws * block_thin
             if bar is not None:
