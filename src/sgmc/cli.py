@@ -1,8 +1,9 @@
-"""The ``sgmc`` command line: ``sgmc demo`` (the main job)."""
+"""The ``sgmc`` command line: ``sgmc demo`` (the main job) and ``sgmc reproduce NAME``."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 
@@ -14,11 +15,43 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--out", default="sgmc-demo", help="folder for the figure")
     demo.add_argument("--quick", action="store_true", help="a reduced run (under a minute)")
     demo.add_argument("--seed", type=int, default=0)
+    rep = sub.add_parser("reproduce", help="run one paper experiment (--list shows them)")
+    rep.add_argument("name", nargs="?", help="experiment name")
+    rep.add_argument("--list", action="store_true", help="list the experiments and exit")
+    rep.add_argument("--quick", action="store_true", help="a reduced run (under a minute)")
+    rep.add_argument("--out", default="sgmc-reproduce", help="folder for figures")
+    rep.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
+    rep.add_argument("--seed", type=int, default=0)
+    rep.add_argument("--data", metavar="DIR", default=None,
+                     help="folder of the datasets (default: $SGMC_DATA or ../shared/data)")
     args = parser.parse_args(argv)
     if args.command == "demo":
         from .demo import run_demo
 
         run_demo(out=args.out, quick=args.quick, seed=args.seed)
+    elif args.command == "reproduce":
+        return _reproduce(args, parser)
+    return 0
+
+
+def _reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .experiments import registry
+
+    exps = registry()
+    if args.list or not args.name:
+        print(f"{'experiment':<28}{'full run':>10}  what (paper)")
+        for e in exps.values():
+            print(f"{e.name:<28}{f'~{e.minutes_full:g} min':>10}  {e.summary} ({e.paper})")
+        print("\nevery experiment also has --quick (under a minute)")
+        return 0
+    if args.name not in exps:
+        parser.error(f"unknown experiment {args.name!r}; choose from {', '.join(exps)}")
+    result = exps[args.name].run(quick=args.quick, out=args.out, seed=args.seed,
+                                 data_root=args.data)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(result, fh, indent=1, default=float)
+        print(f"numbers: {args.json}")
     return 0
 
 

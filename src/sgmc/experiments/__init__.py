@@ -1,0 +1,28 @@
+"""Paper experiments, run with ``sgmc reproduce NAME`` (``--list`` shows them all).
+
+Each experiment prints the paper's claim beside what was measured, writes figures to
+``--out`` and returns a JSON-serialisable dict of its numbers (``--json PATH`` saves it).
+``--quick`` runs a reduced version (under a minute) that the tests use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    summary: str
+    paper: str
+    minutes_full: float
+    run: Callable[..., dict]  # run(quick: bool, out: str, seed: int, data_root) -> dict
+
+
+def registry() -> dict[str, Experiment]:
+    """All experiments by name (imported lazily: each pulls in its own dependencies)."""
+    from . import svrg_hmc
+
+    exps = [*svrg_hmc.EXPERIMENTS]
+    return {e.name: e for e in exps}
