@@ -94,29 +94,30 @@ def _run_block(problem, sampler, states, counters, run_keys, t0, n_draws, thin, 
     stat_keys = sorted(k for k in info_shape if k != "grad_evals")
     stat_zero = {k: jnp.zeros(counters.bad_step.shape, jnp.float32) for k in stat_keys}
 
+    # One flat loop over the block's steps; draw j lives in slot j = (t − t0) // thin and is
+    # overwritten at every step of its interval, so it ends holding the interval's last state.
+    # (Nesting a loop over `thin` inside a loop over draws costs a loop per step when thin = 1.)
     def one_step(t, carry):
-        states, c, acc = carry
+        states, c, acc, buf = carry
         states, info = step(problem, states, fold(keys, t), t)
         hi, lo = _add_u64(c.evals_hi, c.evals_lo, info["grad_evals"])
         bad = jnp.where((c.bad_step < 0) & ~finite(states.position), t, c.bad_step)
-        acc = {k: acc[k] + jnp.asarray(info[k], jnp.float32) for k in stat_keys}
-        return states, _Counters(hi, lo, bad), acc
-
-    def one_draw(j, carry):
-        states, c, buf = carry
-        first = t0 + j * thin
-        states, c, acc = jax.lax.fori_loop(first, first + thin, one_step, (states, c, stat_zero))
-        record = {"position": states.position, "evals_hi": c.evals_hi,
-                  "evals_lo": c.evals_lo, "stats": acc}
+        fresh = (t - t0) % thin == 0
+        acc = {k: jnp.where(fresh, 0.0, acc[k]) + jnp.asarray(info[k], jnp.float32)
+               for k in stat_keys}
+        c = _Counters(hi, lo, bad)
+        record = {"position": states.position, "evals_hi": hi, "evals_lo": lo, "stats": acc}
+        j = (t - t0) // thin
         buf = jax.tree.map(lambda b, x: jax.lax.dynamic_update_index_in_dim(b, x, j, 0),
                            buf, record)
-        return states, c, buf
+        return states, c, acc, buf
 
     template = {"position": states.position, "evals_hi": counters.evals_hi,
                 "evals_lo": counters.evals_lo, "stats": stat_zero}
     buf = jax.tree.map(lambda x: jnp.zeros((max_draws, *jnp.shape(x)), jnp.result_type(x)),
                        template)
-    states, counters, buf = jax.lax.fori_loop(0, n_draws, one_draw, (states, counters, buf))
+    states, counters, _, buf = jax.lax.fori_loop(
+        t0, t0 + n_draws * thin, one_step, (states, counters, stat_zero, buf))
     return outer(states), outer(counters), outer(buf, axis=1)
 
 
