@@ -8,7 +8,7 @@ A sampler is a composition problem × estimator × dynamics × coupling (see DES
 ...                   init=jnp.zeros(5), num_steps=10_000, num_chains=4)  # doctest: +SKIP
 """
 
-from . import models, schedules
+from . import datasets, models, schedules
 from .driver import sample
 from .errors import DivergenceError
 from .estimators import control_variate, saga, svrg, uniform
@@ -18,5 +18,6 @@ from .sampler import psgld, sghmc, sgld
 
 __version__ = "0.1.0"
 
-__all__ = ["DivergenceError", "Objective", "Posterior", "Result", "control_variate", "models",
+__all__ = ["DivergenceError", "Objective", "Posterior", "Result", "control_variate", "datasets",
+           "models",
            "psgld", "saga", "sample", "schedules", "sghmc", "sgld", "svrg", "uniform"]
