@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _validate as check
 from ..problem import Posterior
-from ._priors import GaussianLogPrior
+from ._common import GaussianLogPrior, check_xy
 
 __all__ = ["linear_regression", "linear_regression_posterior", "synthetic_linear_data"]
 
@@ -44,16 +44,6 @@ class GaussianLoglik:
         return -self.predictor_loss(self.predictor(theta, datum), datum)
 
 
-def _xy(X, y):
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D array (N, d), got shape {X.shape}")
-    if y.shape != (X.shape[0],):
-        raise ValueError(f"y must have shape ({X.shape[0]},) to match X, got {y.shape}")
-    return X, y
-
-
 def linear_regression(X, y, noise_std: float = 1.0, prior_std: float = 1.0,
                       chunk_size: int = 1024) -> Posterior:
     """The posterior of Bayesian linear regression as an :class:`sgmc.Posterior`.
@@ -64,7 +54,7 @@ def linear_regression(X, y, noise_std: float = 1.0, prior_std: float = 1.0,
         noise_std: σ > 0, the known noise standard deviation.
         prior_std: s > 0, the prior standard deviation of every coefficient.
     """
-    X, y = _xy(X, y)
+    X, y = check_xy(X, y)
     sigma = check.positive("noise_std", noise_std)
     s = check.positive("prior_std", prior_std)
     return Posterior(GaussianLoglik(sigma), GaussianLogPrior(s),
@@ -75,7 +65,7 @@ def linear_regression(X, y, noise_std: float = 1.0, prior_std: float = 1.0,
 def linear_regression_posterior(X, y, noise_std: float = 1.0,
                                 prior_std: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Exact posterior mean μ and covariance Σ (float64) of :func:`linear_regression`."""
-    X, y = _xy(X, y)
+    X, y = check_xy(X, y)
     precision = X.T @ X / noise_std ** 2 + np.eye(X.shape[1]) / prior_std ** 2
     cov = np.linalg.inv(precision)
     cov = 0.5 * (cov + cov.T)

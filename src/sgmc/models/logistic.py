@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _validate as check
 from ..problem import Posterior
-from ._priors import GaussianLogPrior
+from ._common import GaussianLogPrior, check_xy
 
 __all__ = ["logistic_regression", "synthetic_logistic_data"]
 
@@ -42,12 +42,7 @@ def logistic_regression(X, y, prior_std: float = 1.0, chunk_size: int = 1024) ->
         y: labels (N,) in {0, 1}.
         prior_std: s > 0, the prior standard deviation of every coefficient.
     """
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y)
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D array (N, d), got shape {X.shape}")
-    if y.shape != (X.shape[0],):
-        raise ValueError(f"y must have shape ({X.shape[0]},) to match X, got {y.shape}")
+    X, y = check_xy(X, y, y_dtype=None)
     if not np.all((y == 0) | (y == 1)):
         raise ValueError("y must contain only the labels 0 and 1")
     s = check.positive("prior_std", prior_std)

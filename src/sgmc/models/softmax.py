@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _validate as check
 from ..problem import Posterior
-from ._priors import GaussianLogPrior
+from ._common import GaussianLogPrior, check_xy
 
 __all__ = ["softmax_regression"]
 
@@ -44,12 +44,7 @@ def softmax_regression(X, y, num_classes: int | None = None, prior_std: float = 
         num_classes: K (default: max(y) + 1).
         prior_std: s > 0, the prior standard deviation of every weight.
     """
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y)
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D array (N, d), got shape {X.shape}")
-    if y.shape != (X.shape[0],):
-        raise ValueError(f"y must have shape ({X.shape[0]},) to match X, got {y.shape}")
+    X, y = check_xy(X, y, y_dtype=None)
     if not np.issubdtype(y.dtype, np.integer) and not np.all(np.mod(y, 1) == 0):
         raise ValueError("y must contain integer class labels")
     k = int(y.max()) + 1 if num_classes is None else check.integer("num_classes", num_classes,

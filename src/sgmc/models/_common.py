@@ -1,0 +1,35 @@
+"""Shared model parts: priors as value-hashable callables (so equal models share one
+compiled program) and the checks of a design matrix and its targets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+@dataclass(frozen=True)
+class GaussianLogPrior:
+    """log N(θ; 0, std² I), summed over every leaf of θ."""
+
+    std: float
+
+    def __call__(self, params) -> jax.Array:
+        var = self.std ** 2
+        total = 0.0
+        for x in jax.tree.leaves(params):
+            total = total - 0.5 * jnp.sum(x ** 2) / var - 0.5 * x.size * jnp.log(2 * jnp.pi * var)
+        return total
+
+
+def check_xy(X, y, y_dtype=np.float64) -> tuple[np.ndarray, np.ndarray]:
+    """X as a float64 (N, d) array and y as an (N,) array, or a ValueError naming the problem."""
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y) if y_dtype is None else np.asarray(y, dtype=y_dtype)
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (N, d), got shape {X.shape}")
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have shape ({X.shape[0]},) to match X, got {y.shape}")
+    return X, y
