@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -153,12 +154,14 @@ def make_sampler_scan() -> Callable[..., jax.Array]:
     @partial(jax.jit, static_argnames="num_steps")
     def run(problem: sgmc.Posterior, sampler: Sampler, theta0: jax.Array, init_key: jax.Array,
             run_key: jax.Array, num_steps: int) -> jax.Array:
-        def body(state: SamplerState, _: None) -> tuple[SamplerState, jax.Array]:
-            state, _info = sampler.step(problem, state, jax.random.fold_in(run_key, state.t))
-            return state, state.position
+        def body(carry: tuple[SamplerState, jax.Array],
+                 _: None) -> tuple[tuple[SamplerState, jax.Array], jax.Array]:
+            state, t = carry
+            state, _info = sampler.step(problem, state, jax.random.fold_in(run_key, t), t)
+            return (state, t + 1), state.position
 
-        state = sampler.init(problem, theta0, init_key)
-        return jax.lax.scan(body, state, None, length=num_steps)[1]
+        init = (sampler.init(problem, theta0, init_key), jnp.zeros((), jnp.int32))
+        return jax.lax.scan(body, init, None, length=num_steps)[1]
 
     return run
 
@@ -271,6 +274,17 @@ def max_abs_diff(a: np.ndarray | jax.Array, b: np.ndarray | jax.Array) -> float:
 def _fmt_row(name: str, best_s: float, med_s: float, steps: int, width: int = 46) -> str:
     return (f"  {name:<{width}} {best_s:9.3f} {med_s:9.3f} {steps / best_s:12,.0f} "
             f"{1e6 * best_s / steps:9.2f}")
+
+
+def _source_version() -> str:
+    """The git commit of the sgmc source being timed (``+dirty`` with local changes)."""
+    root = os.path.dirname(os.path.abspath(sgmc.__file__))
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty=+dirty"], cwd=root,
+                             capture_output=True, text=True, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip()
 
 
 def _load() -> str:
@@ -430,7 +444,8 @@ def main(argv: list[str] | None = None) -> None:
     compiles = CompileCounter()
     t_start = time.perf_counter()
     print(f"jax {jax.__version__}, backend {jax.default_backend()}, "
-          f"devices {jax.devices()}, mode {'quick' if args.quick else 'full'}")
+          f"devices {jax.devices()}, mode {'quick' if args.quick else 'full'}, "
+          f"sgmc source {_source_version()}")
     x_np, y_np, _ = sgmc.models.synthetic_logistic_data(cfg.num_data, cfg.dim, seed=cfg.seed)
     post = sgmc.models.logistic_regression(x_np, y_np, prior_std=cfg.prior_std)
     x, y = post.data["x"], post.data["y"]  # the same device arrays sgmc uses

@@ -231,7 +231,9 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
 
     t_start = time.perf_counter()
     states = _init_chains(problem, sampler, positions, init_keys)
-    counters = _Counters(jnp.zeros(num_chains, jnp.uint32), jnp.zeros(num_chains, jnp.uint32),
+    init_evals = int(getattr(sampler, "init_evals", lambda p: 0)(problem))
+    counters = _Counters(jnp.full(num_chains, init_evals >> 32, jnp.uint32),
+                         jnp.full(num_chains, init_evals & 0xFFFFFFFF, jnp.uint32),
                          jnp.full(num_chains, -1, jnp.int32))
     args = (problem, sampler, states, counters, run_keys, np.int32(0), np.int32(1), np.int32(1))
     run = _run_block.lower(*args, max_draws=draws_per_block).compile()

@@ -61,6 +61,10 @@ class Sampler:
         dyn = self.dynamics.init(problem, self.estimator, position, k_dyn, self.params(0))
         return SamplerState(dyn, self.batcher.init(problem.num_data, k_batch))
 
+    def init_evals(self, problem) -> int:
+        """Per-example gradient evaluations spent by ``init`` (a SAGA table, say)."""
+        return self.estimator.init_evals(problem)
+
     def transition(self, problem, dyn_state, batch, key, params: StepParams):
         """One dynamics step on a given minibatch with given (h, τ) — the coupling's hook."""
         return self.dynamics.step(problem, self.estimator, dyn_state, batch, key, params)

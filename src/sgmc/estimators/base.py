@@ -3,7 +3,8 @@
 An estimator is a pytree dataclass with
 
 * ``init(problem, position, key) -> state`` — its state lives inside the sampler state
-  (SVRG snapshot, SAGA table, EWSG index chain; nothing for the uniform estimator);
+  (SVRG snapshot, SAGA table, EWSG index chain; nothing for the uniform estimator), and
+  ``init_evals(problem) -> int``, the per-example gradients ``init`` spends (default 0);
 * ``estimate(problem, state, point, batch, key, ctx) -> (grad, state, n_evals)`` — the
   gradient estimate at ``point``, the new state, and the number of per-example gradient
   evaluations spent (for data-pass accounting).
@@ -49,6 +50,10 @@ class Estimator:
 
     def init(self, problem, position: PyTree, key: jax.Array) -> PyTree:
         raise NotImplementedError  # pragma: no cover
+
+    def init_evals(self, problem) -> int:
+        """Per-example gradient evaluations ``init`` spends (counted by the driver)."""
+        return 0
 
     def estimate(self, problem, state: PyTree, point: PyTree, batch: jax.Array | None,
                  key: jax.Array, ctx: Context) -> tuple[PyTree, PyTree, jax.Array]:

@@ -7,7 +7,7 @@ Alg. 2, and SAGA2nd-HMC, Alg. 4, of Li et al.):
     ∇̃U(θ) = ∇U₀(θ) + (w N / n) Σ_{k∈B} (∇L_k(θ) − ∇L_k(α_k)) + w g,
 
 then α_k ← θ for k ∈ B and g is updated by the change of the table. The prior gradient is
-exact; the table is filled by one chunked full pass at the first step.
+exact; the table is filled by one chunked full pass at initialisation (counted).
 
 Dense SAGA stores the gradients: O(N·d) memory per chain. For a generalised linear model —
 a per-datum energy ``predictor_loss(z, datum)`` of a predictor ``z = predictor(θ, datum)``
@@ -18,8 +18,8 @@ for a scalar predictor): lightweight SAGA, O(N) memory. Both give the same chain
 A minibatch drawn with replacement may hold a datum twice: the estimate uses every copy (it
 stays unbiased) while the table and g change once per distinct datum.
 
-Cost per step: n per-example gradients (the stored ones are not recomputed), plus N at the
-first step.
+Cost per step: n per-example gradients (the stored ones are not recomputed), plus N at
+initialisation (``init_evals``, added to the run's count).
 """
 
 from __future__ import annotations
@@ -116,22 +116,18 @@ class SAGA(Estimator):
                 f"{self.max_table_bytes / 2**30:.2f} GiB; {hint}, or raise max_table_bytes")
 
     def init(self, problem, position, key):
-        datum = jax.tree.map(lambda a: a[:1], problem.data)
-        entry = jax.eval_shape(self._entries, problem, position, datum)
-        table = jax.tree.map(lambda e: jnp.zeros((problem.num_data, *e.shape[1:]), e.dtype),
-                             entry)
-        return SAGAState(table, jax.tree.map(jnp.zeros_like, position))
+        # The table is filled here, not by a branch at the first step: a branch that passes
+        # an O(N) table through would copy it at every step.
+        table = problem.full_data_map(lambda p, c: self._entries(problem, p, c), position)
+        return SAGAState(table, problem.full_data_sum(problem.chunk_grad_sum, position))
+
+    def init_evals(self, problem) -> int:
+        return problem.num_data
 
     def estimate(self, problem, state, point, batch, key, ctx):
         if batch is None:
             raise ValueError("variance-reduced estimators need a minibatch (batch_size)")
 
-        def fill():
-            table = problem.full_data_map(lambda p, c: self._entries(problem, p, c), point)
-            return SAGAState(table, problem.full_data_sum(problem.chunk_grad_sum, point))
-
-        first = ctx.t == 0
-        state = jax.lax.cond(first, fill, lambda: state)
         chunk = problem.take(batch)
         new = self._entries(problem, point, chunk)
         old = jax.tree.map(lambda a: a[batch], state.table)
@@ -144,8 +140,7 @@ class SAGA(Estimator):
         table_sum = jax.tree.map(jnp.add, state.table_sum,
                                  self._gradient_sum(problem, point, chunk, unique))
         table = jax.tree.map(lambda t, v: t.at[batch].set(v), state.table, new)
-        n = batch.shape[0] + jnp.where(first, problem.num_data, 0)
-        return grad, SAGAState(table, table_sum), n.astype(jnp.int32)
+        return grad, SAGAState(table, table_sum), jnp.asarray(batch.shape[0], jnp.int32)
 
 
 def saga(lightweight: bool | None = None, sampling: str = "replacement",
