@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: {err}")
         return 0
     sp = sgmc.datasets.split(ds.X, ds.y, seed=0)
-    ones = lambda X: np.hstack([X, np.ones((len(X), 1))])  # noqa: E731
+    ones = lambda X: np.hstack([X, np.ones((len(X), 1))])
     (Xtr, ytr), (Xte, yte) = (ones(sp.train[0]), sp.train[1]), (ones(sp.test[0]), sp.test[1])
     n = len(ytr)
     post = sgmc.models.linear_regression(Xtr, ytr)
