@@ -110,7 +110,7 @@ def _better(task: str, a: float, b: float) -> bool:
 
 def _run(post, name, h, friction, n, s: Settings, chains: int, seed: int):
     steps_needed = math.ceil(s.passes * n / evals_per_step(name, n))
-    thin = max(1, steps_needed // s.checkpoints)
+    thin = max(1, math.ceil(steps_needed / s.checkpoints))
     return sample(post, make_sampler(name, h, friction, n), jnp.zeros(post.data["x"].shape[1]),
                   num_steps=thin * s.checkpoints, num_chains=chains, thin=thin, seed=seed,
                   progress=False)
