@@ -2,10 +2,12 @@
 
 One call of :func:`sample` compiles one program (cached on the problem's and sampler's
 static structure and the shapes, so a second call with the same settings compiles nothing)
-and runs it block after block. A block is a loop over draws, each an inner loop over
-``thin`` steps, all inside one ``jit``; chains are ``vmap``-ed; minibatch indices and noise
-are drawn on the device; only thinned draws leave the device. Between blocks the host
-updates the progress bar and checks for divergence — never per step.
+and runs it block after block. A block is one loop over steps inside one ``jit``, keeping a
+draw every ``thin`` steps; each step moves every chain (``vmap``); minibatch indices and
+noise are drawn on the device; only thinned draws leave the device. Between blocks the host
+updates the progress bar and checks for divergence — never per step. Per-example gradient
+evaluations (including those an estimator spends at initialisation, e.g. a SAGA table) are
+counted per chain in a 64-bit counter.
 
 Randomness: chain c uses key ``split(key(seed), num_chains)[c]``, itself split into an
 initialisation key and a run key; step t uses ``fold_in(run_key, t)``. Draws therefore do not
