@@ -139,7 +139,11 @@ class SAGA(Estimator):
         unique = _weighted(diff, _first_occurrence(batch))
         table_sum = jax.tree.map(jnp.add, state.table_sum,
                                  self._gradient_sum(problem, point, chunk, unique))
-        table = jax.tree.map(lambda t, v: t.at[batch].set(v), state.table, new)
+        # `new + 0·old` (exactly `new` for finite entries) makes the scatter depend on the
+        # gather, so XLA orders the gather first and updates the table in place; otherwise
+        # it may copy the whole O(N) table at every step (measured: 40× slower at N = 1e6).
+        table = jax.tree.map(lambda t, v, o: t.at[batch].set(v + 0.0 * o), state.table, new,
+                             old)
         return grad, SAGAState(table, table_sum), jnp.asarray(batch.shape[0], jnp.int32)
 
 
