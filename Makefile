@@ -20,4 +20,4 @@ lint:
 	$(PY) -m ruff check src tests benchmarks
 
 bench:
-	$(PY) benchmarks/bench_core.py
+	$(PY) benchmarks/bench_core.py && $(PY) benchmarks/bench_vr.py
