@@ -11,7 +11,7 @@ A sampler is a composition problem × estimator × dynamics × coupling (see DES
 from . import datasets, models, schedules
 from .driver import sample
 from .errors import DivergenceError
-from .estimators import control_variate, saga, svrg, uniform
+from .estimators import control_variate, ewsg, saga, svrg, uniform
 from .problem import Objective, Posterior
 from .result import Result
 from .sampler import psgld, sghmc, sgld
@@ -19,5 +19,5 @@ from .sampler import psgld, sghmc, sgld
 __version__ = "0.1.0"
 
 __all__ = ["DivergenceError", "Objective", "Posterior", "Result", "control_variate", "datasets",
-           "models",
-           "psgld", "saga", "sample", "schedules", "sghmc", "sgld", "svrg", "uniform"]
+           "ewsg", "models", "psgld", "saga", "sample", "schedules", "sghmc", "sgld", "svrg",
+           "uniform"]

@@ -101,7 +101,10 @@ def _common(step_size, batch_size, temperature, estimator):
     if not isinstance(estimator, Estimator):
         raise TypeError("estimator must be an sgmc estimator such as sgmc.uniform(), got "
                         f"{type(estimator).__name__}")
-    return schedule, batch_size, tau, estimator
+    if estimator.needs_temperature and tau == 0.0:
+        raise ValueError(f"temperature must be > 0 with {type(estimator).__name__} (its "
+                         "weights divide by the noise amplitude)")
+    return schedule, batch_size, tau, estimator.with_batch_size(batch_size)
 
 
 def sgld(step_size: float | Schedule, batch_size: int | None = None, temperature: float = 1.0,

@@ -61,7 +61,8 @@ class Underdamped:
         tmap = jax.tree.map
         if self.integrator == "euler":
             ctx = Context(t=params.t, step_size=h, temperature=tau, friction=fr,
-                          momentum=state.momentum)
+                          momentum=state.momentum,
+                          kick_offset=tmap(lambda p: h * fr * p, state.momentum))
             grad, est, n = estimator.estimate(problem, state.est, state.position, batch,
                                               k_est, ctx)
             p = tmap(lambda p, g, z: (1.0 - fr * h) * p - h * g + noise_scale * z,
@@ -71,7 +72,8 @@ class Underdamped:
         decay = jnp.exp(-0.5 * fr * h)
         half = tmap(lambda x, p: x + 0.5 * h * p, state.position, state.momentum)
         p1 = tmap(lambda p: decay * p, state.momentum)
-        ctx = Context(t=params.t, step_size=h, temperature=tau, friction=fr, momentum=p1)
+        ctx = Context(t=params.t, step_size=h, temperature=tau, friction=fr, momentum=p1,
+                      kick_offset=tmap(lambda p: (1.0 / decay - decay) * p, state.momentum))
         grad, est, n = estimator.estimate(problem, state.est, half, batch, k_est, ctx)
         p = tmap(lambda p, g, z: decay * (p - h * g + noise_scale * z), p1, grad, noise)
         theta = tmap(lambda x, p: x + 0.5 * h * p, half, p)

@@ -38,12 +38,21 @@ class Context(NamedTuple):
     temperature: jax.Array
     friction: jax.Array | None = None
     momentum: PyTree | None = None
+    #: underdamped only: r_{k+1} − r_k + hγ r_k under the reading "momentum unchanged",
+    #: integrator-specific (EWSG's default x; see :mod:`sgmc.estimators.ewsg`).
+    kick_offset: PyTree | None = None
 
 
 class Estimator:
     """Base class for gradient estimators (see the module docstring for the interface)."""
 
     sampling: str
+    #: True if the estimator is undefined at temperature 0 (EWSG's weights divide by σ).
+    needs_temperature: bool = False
+
+    def with_batch_size(self, batch_size: int | None) -> Estimator:
+        """The estimator configured for a sampler's minibatch size (most ignore it)."""
+        return self
 
     def check(self, problem, position: PyTree, num_chains: int) -> None:
         """Validate against a problem and one position before compiling (default: nothing)."""
