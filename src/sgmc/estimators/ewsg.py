@@ -34,6 +34,10 @@ are averaged. Each slot's chain starts from the driver's uniform minibatch draw 
 (Alg. 1 as printed, the default), or persists in the estimator state across steps
 (``persistent=True``, Sec. 4.3's reading). Cost: (M + 1) per-example gradients per slot per
 step, counted.
+
+EWSG + SVRG (paper Sec. G, not in our copy; ALGORITHMS.md §2): the same weights applied to the
+SVRG-corrected per-example terms t_i = ∇L_i(θ) − ∇L_i(w) + g/N (Σ_i t_i = Σ_i ∇L_i(θ)), i.e.
+a_i = √h w t_i/σ and the gradient ∇U₀ + w N t_I.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ import jax.numpy as jnp
 from .. import _validate as check
 from .._pytree import pytree_dataclass, replace, static
 from .base import SAMPLING_SCHEMES, Estimator
+from .svrg import svrg
 
 __all__ = ["EWSG", "X_CHOICES", "EWSGState", "ewsg"]
 
@@ -53,7 +58,8 @@ X_CHOICES = ("default", "zero", "one", "next_zero")
 
 
 class EWSGState(NamedTuple):
-    idx: Any  # the slots' current indices (persistent mode; unused otherwise)
+    idx: Any        # the slots' current indices (persistent mode; unused otherwise)
+    control: Any    # SVRG snapshot state when combined with SVRG, else ()
 
 
 def _sq_norm(tree) -> jax.Array:
@@ -70,6 +76,7 @@ class EWSG(Estimator):
     persistent: bool = static(False)
     sampling: str = static("replacement")
     batch_size: int | None = static(None)
+    control: Any = None  # an SVRG estimator whose corrected per-example terms are weighted
 
     needs_temperature = True
 
@@ -82,7 +89,9 @@ class EWSG(Estimator):
 
     def init(self, problem, position, key):
         b = self.batch_size or 1
-        return EWSGState(jax.random.randint(key, (b,), 0, problem.num_data, dtype=jnp.int32))
+        control = () if self.control is None else self.control.init(problem, position, key)
+        return EWSGState(jax.random.randint(key, (b,), 0, problem.num_data, dtype=jnp.int32),
+                         control)
 
     def _x(self, problem, point, ctx):
         """x (one pytree, shared by all slots) and the factor c with a_i = c ∇L_i."""
@@ -119,8 +128,19 @@ class EWSG(Estimator):
         n_data, b = problem.num_data, batch.shape[0]
         x, c = self._x(problem, point, ctx)
 
-        def grads(idx):
-            return problem.batch_grads(point, idx)
+        control, n_snap = (), 0
+        if self.control is None:
+            def grads(idx):
+                return problem.batch_grads(point, idx)
+        else:  # SVRG-corrected terms t_i = ∇L_i(θ) − ∇L_i(w) + g/N, which sum to Σ_i ∇L_i(θ)
+            control, n_snap = self.control.refresh(problem, state.control, point, ctx.t)
+
+            def grads(idx):
+                chunk = problem.take(idx)
+                return jax.tree.map(lambda a, b, g: a - b + g / n_data,
+                                    problem.chunk_grads(point, chunk),
+                                    problem.chunk_grads(control.anchor, chunk),
+                                    control.anchor_grad)
 
         def energy(g):  # ‖x + N a_i‖²/2 per slot
             return 0.5 * _sq_norm(jax.tree.map(lambda xi, gi: xi + n_data * c * gi, x, g))
@@ -143,12 +163,13 @@ class EWSG(Estimator):
         idx, g, _ = jax.lax.fori_loop(0, self.chain_length, mh, (start, g_cur, energy(g_cur)))
         scale = problem.batch_scale(b)
         grad = jax.tree.map(lambda g0, gs: g0 + scale * gs.sum(0), problem.exact_grad(point), g)
-        n = jnp.asarray((self.chain_length + 1) * b, jnp.int32)
-        return grad, EWSGState(idx if self.persistent else state.idx), n
+        per_term = 1 if self.control is None else 2
+        n = jnp.asarray((self.chain_length + 1) * b * per_term + n_snap, jnp.int32)
+        return grad, EWSGState(idx if self.persistent else state.idx, control), n
 
 
 def ewsg(chain_length: int = 1, x: str = "default", persistent: bool = False,
-         sampling: str = "replacement") -> EWSG:
+         sampling: str = "replacement", svrg_period: int | None = None) -> EWSG:
     """EWSG gradient estimator (Li et al., Alg. 1).
 
     Args:
@@ -157,7 +178,11 @@ def ewsg(chain_length: int = 1, x: str = "default", persistent: bool = False,
         persistent: keep each slot's index chain across steps instead of restarting it from
             the uniform minibatch draw (Alg. 1 as printed, the default).
         sampling: how the starting minibatch is drawn, ``"replacement"`` or ``"permutation"``.
+        svrg_period: combine with SVRG (paper Sec. G): the weights act on the SVRG-corrected
+            per-example terms ∇L_i(θ) − ∇L_i(w) + g/N, with a snapshot every ``svrg_period``
+            steps (2 per-example gradients per term, plus N per snapshot).
     """
+    control = None if svrg_period is None else svrg(svrg_period)
     return EWSG(check.integer("chain_length", chain_length, lo=1),
                 check.choice("x", x, X_CHOICES), bool(persistent),
-                check.choice("sampling", sampling, SAMPLING_SCHEMES))
+                check.choice("sampling", sampling, SAMPLING_SCHEMES), None, control)

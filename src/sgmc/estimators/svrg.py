@@ -57,20 +57,24 @@ class SVRG(Estimator):
         if batch is None:
             raise ValueError("variance-reduced estimators need a minibatch (batch_size)")
 
-        def snapshot():
-            anchor = point if self.centre is None else self.centre
-            return SVRGState(anchor, problem.full_data_sum(problem.chunk_grad_sum, anchor))
-
-        due = self._snapshot_due(ctx.t)
-        state = jax.lax.cond(due, snapshot, lambda: state)
+        state, n_snap = self.refresh(problem, state, point, ctx.t)
         chunk = problem.take(batch)
         at_point = problem.chunk_grad_sum(point, chunk)
         at_anchor = problem.chunk_grad_sum(state.anchor, chunk)
         scale, w = problem.batch_scale(batch.shape[0]), problem.data_weight
         grad = jax.tree.map(lambda g0, a, b, g: g0 + scale * (a - b) + w * g,
                             problem.exact_grad(point), at_point, at_anchor, state.anchor_grad)
-        n = 2 * batch.shape[0] + jnp.where(due, problem.num_data, 0)
-        return grad, state, n.astype(jnp.int32)
+        return grad, state, (2 * batch.shape[0] + n_snap).astype(jnp.int32)
+
+    def refresh(self, problem, state: SVRGState, point, t) -> tuple[SVRGState, jax.Array]:
+        """Take a snapshot (anchor and Σ_i ∇L_i at it) when one is due at step t; return the
+        state and the per-example gradients spent (N or 0)."""
+        def snapshot():
+            anchor = point if self.centre is None else self.centre
+            return SVRGState(anchor, problem.full_data_sum(problem.chunk_grad_sum, anchor))
+
+        due = self._snapshot_due(t)
+        return jax.lax.cond(due, snapshot, lambda: state), jnp.where(due, problem.num_data, 0)
 
 
 def svrg(period: int, sampling: str = "replacement") -> SVRG:
