@@ -93,40 +93,33 @@ class EWSG(Estimator):
         return EWSGState(jax.random.randint(key, (b,), 0, problem.num_data, dtype=jnp.int32),
                          control)
 
-    def _x(self, problem, point, ctx):
-        """x (one pytree, shared by all slots) and the factor c with a_i = c ∇L_i."""
+    def _x(self, problem, point, g0, ctx):
+        """x (one pytree, shared by all slots) and the factor c with a_i = c ∇L_i, given the
+        exact-term gradient g0 = ∇U₀(θ)."""
         h, tau = ctx.step_size, ctx.temperature
-        g0 = problem.exact_grad(point)
-        w = problem.data_weight
-        if ctx.momentum is None:  # overdamped: divide by √(2hτ)
-            scale = jnp.sqrt(2.0 * h * tau)
-            prior = jax.tree.map(lambda g: h * g / scale, g0)
-            c = h * w / scale
-            if self.x == "next_zero":
-                base = jax.tree.map(lambda th: -th / scale, point)
-            else:
-                base = None
-        else:  # underdamped: divide by σ√h, σ = √(2Dτ)
-            scale = jnp.sqrt(2.0 * ctx.friction * tau * h)
-            prior = jax.tree.map(lambda g: h * g / scale, g0)
-            c = h * w / scale
-            if self.x == "default":
-                base = jax.tree.map(lambda k: k / scale, ctx.kick_offset)
-            elif self.x == "next_zero":
-                base = jax.tree.map(lambda r: -(1.0 - h * ctx.friction) * r / scale,
-                                    ctx.momentum)
-            else:
-                base = None
+        overdamped = ctx.momentum is None
+        # The kernel's noise scale: √(2hτ) (overdamped) or σ√h with σ = √(2Dτ).
+        scale = jnp.sqrt(2.0 * h * tau * (1.0 if overdamped else ctx.friction))
         if self.x == "one":
             base = jax.tree.map(jnp.ones_like, point)
+        elif self.x == "default" and not overdamped:
+            base = jax.tree.map(lambda k: k / scale, ctx.kick_offset)
+        elif self.x == "next_zero":
+            base = (jax.tree.map(lambda th: -th / scale, point) if overdamped else
+                    jax.tree.map(lambda r: -(1.0 - h * ctx.friction) * r / scale,
+                                 ctx.momentum))
+        else:  # "zero", or the overdamped default (state unchanged)
+            base = None
+        prior = jax.tree.map(lambda g: h * g / scale, g0)
         x = prior if base is None else jax.tree.map(jnp.add, prior, base)
-        return x, c
+        return x, h * problem.data_weight / scale
 
     def estimate(self, problem, state, point, batch, key, ctx):
         if batch is None:
             raise ValueError("EWSG needs a minibatch (batch_size)")
         n_data, b = problem.num_data, batch.shape[0]
-        x, c = self._x(problem, point, ctx)
+        g0 = problem.exact_grad(point)
+        x, c = self._x(problem, point, g0, ctx)
 
         control, n_snap = (), 0
         if self.control is None:
@@ -162,7 +155,7 @@ class EWSG(Estimator):
 
         idx, g, _ = jax.lax.fori_loop(0, self.chain_length, mh, (start, g_cur, energy(g_cur)))
         scale = problem.batch_scale(b)
-        grad = jax.tree.map(lambda g0, gs: g0 + scale * gs.sum(0), problem.exact_grad(point), g)
+        grad = jax.tree.map(lambda e, gs: e + scale * gs.sum(0), g0, g)
         per_term = 1 if self.control is None else 2
         n = jnp.asarray((self.chain_length + 1) * b * per_term + n_snap, jnp.int32)
         return grad, EWSGState(idx if self.persistent else state.idx, control), n
