@@ -65,8 +65,10 @@ def test_identical_gradients_make_ewsg_equal_sghmc():
     post = sgmc.models.linear_regression(X, y)
     runs = [sgmc.sample(post, sgmc.sghmc(1e-3, friction=5.0, batch_size=4, estimator=est),
                         jnp.zeros(2), num_steps=300, num_chains=2, seed=3)
-            for est in (sgmc.uniform(), sgmc.ewsg(chain_length=3))]
+            for est in (sgmc.uniform(), sgmc.ewsg(chain_length=3),
+                        sgmc.ewsg(chain_length=3, grouping="batch"))]
     np.testing.assert_allclose(runs[0].samples, runs[1].samples, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(runs[0].samples, runs[2].samples, rtol=1e-5, atol=1e-6)
     # ... at (M + 1) per-example gradients per slot per step.
     assert runs[1].meta["grad_evals_total"][0] == 300 * 4 * 4
 
@@ -75,6 +77,8 @@ def test_identical_gradients_make_ewsg_equal_sghmc():
                                      ("splitting", "one"), ("euler", "next_zero"),
                                      ("sgld", "next_zero"), ("splitting", "default")])
 def test_every_dynamics_and_x_choice_runs(kind, x):
+    """Every dynamics × x choice runs (the slot grouping with b = 3; see the batch grouping
+    test below)."""
     X, y, _ = sgmc.models.synthetic_linear_data(200, 2, seed=0)
     post = sgmc.models.linear_regression(X, y)
     est = sgmc.ewsg(x=x, persistent=(x == "zero"))
@@ -87,6 +91,8 @@ def test_every_dynamics_and_x_choice_runs(kind, x):
 def test_ewsg_bad_input():
     with pytest.raises(ValueError, match="chain_length"):
         sgmc.ewsg(chain_length=0)
+    with pytest.raises(ValueError, match="grouping must be one of"):
+        sgmc.ewsg(grouping="pairs")
     with pytest.raises(ValueError, match="x must be one of"):
         sgmc.ewsg(x="two")
     with pytest.raises(ValueError, match="temperature must be > 0"):
@@ -116,3 +122,13 @@ def test_ewsg_with_svrg_is_exact_at_the_anchor():
     g, _, _ = est.estimate(post, est.init(post, theta, jax.random.key(0)), theta,
                            jnp.array([0, 7, 7]), jax.random.key(1), ctx)
     np.testing.assert_allclose(g, post.full_grad(theta), rtol=1e-4, atol=1e-3)
+
+
+def test_batch_grouping_equals_slot_grouping_at_batch_size_one():
+    """For b = 1 a minibatch is one datum, so both groupings are the same chain (bitwise)."""
+    X, y, _ = sgmc.models.synthetic_linear_data(200, 2, seed=0)
+    post = sgmc.models.linear_regression(X, y)
+    runs = [sgmc.sample(post, sgmc.sghmc(1e-3, friction=20.0, batch_size=1,
+                                         estimator=sgmc.ewsg(grouping=g)),
+                        jnp.zeros(2), num_steps=200, seed=5) for g in ("slot", "batch")]
+    np.testing.assert_array_equal(runs[0].samples, runs[1].samples)

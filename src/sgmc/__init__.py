@@ -8,7 +8,7 @@ A sampler is a composition problem × estimator × dynamics × coupling (see DES
 ...                   init=jnp.zeros(5), num_steps=10_000, num_chains=4)  # doctest: +SKIP
 """
 
-from . import datasets, models, schedules
+from . import datasets, metrics, models, schedules
 from .driver import sample
 from .errors import DivergenceError
 from .estimators import control_variate, ewsg, saga, svrg, uniform
@@ -19,5 +19,5 @@ from .sampler import psgld, sghmc, sgld
 __version__ = "0.1.0"
 
 __all__ = ["DivergenceError", "Objective", "Posterior", "Result", "control_variate", "datasets",
-           "ewsg", "models", "psgld", "saga", "sample", "schedules", "sghmc", "sgld", "svrg",
-           "uniform"]
+           "ewsg", "metrics", "models", "psgld", "saga", "sample", "schedules", "sghmc", "sgld",
+           "svrg", "uniform"]

@@ -55,6 +55,7 @@ from .svrg import svrg
 __all__ = ["EWSG", "X_CHOICES", "EWSGState", "ewsg"]
 
 X_CHOICES = ("default", "zero", "one", "next_zero")
+GROUPINGS = ("slot", "batch")
 
 
 class EWSGState(NamedTuple):
@@ -74,6 +75,7 @@ class EWSG(Estimator):
     chain_length: int = static(1)
     x: str = static("default")
     persistent: bool = static(False)
+    grouping: str = static("slot")
     sampling: str = static("replacement")
     batch_size: int | None = static(None)
     control: Any = None  # an SVRG estimator whose corrected per-example terms are weighted
@@ -135,8 +137,13 @@ class EWSG(Estimator):
                                     problem.chunk_grads(control.anchor, chunk),
                                     control.anchor_grad)
 
-        def energy(g):  # ‖x + N a_i‖²/2 per slot
-            return 0.5 * _sq_norm(jax.tree.map(lambda xi, gi: xi + n_data * c * gi, x, g))
+        by_batch = self.grouping == "batch"
+
+        def energy(g):  # ‖x + N a_i‖²/2 per slot, or ‖x + (N/b) Σ_B a_i‖²/2 for the batch
+            if by_batch:
+                g = jax.tree.map(lambda gi: gi.mean(0, keepdims=True), g)
+            e = 0.5 * _sq_norm(jax.tree.map(lambda xi, gi: xi + n_data * c * gi, x, g))
+            return jnp.broadcast_to(e, (b,))
 
         start = state.idx if self.persistent else batch
         g_cur = grads(start)
@@ -147,7 +154,8 @@ class EWSG(Estimator):
             prop = jax.random.randint(k_prop, (b,), 0, n_data, dtype=jnp.int32)
             g_prop = grads(prop)
             e_prop = energy(g_prop)
-            accept = jnp.log(jax.random.uniform(k_acc, (b,))) < e_prop - e
+            u = jax.random.uniform(k_acc, (1,) if by_batch else (b,))
+            accept = jnp.log(u) < e_prop - e
             pick = lambda new, old: jnp.where(
                 accept.reshape(-1, *([1] * (new.ndim - 1))), new, old)
             return (jnp.where(accept, prop, idx), jax.tree.map(pick, g_prop, g),
@@ -162,7 +170,8 @@ class EWSG(Estimator):
 
 
 def ewsg(chain_length: int = 1, x: str = "default", persistent: bool = False,
-         sampling: str = "replacement", svrg_period: int | None = None) -> EWSG:
+         grouping: str = "slot", sampling: str = "replacement",
+         svrg_period: int | None = None) -> EWSG:
     """EWSG gradient estimator (Li et al., Alg. 1).
 
     Args:
@@ -170,6 +179,10 @@ def ewsg(chain_length: int = 1, x: str = "default", persistent: bool = False,
         x: ``"default"`` (the paper's √h γ r/σ), ``"zero"``, ``"one"`` or ``"next_zero"``.
         persistent: keep each slot's index chain across steps instead of restarting it from
             the uniform minibatch draw (Alg. 1 as printed, the default).
+        grouping: for batch size b > 1, ``"slot"`` runs one index chain per minibatch slot
+            (each slot's estimate N∇L_I, averaged); ``"batch"`` treats a whole minibatch as
+            one term of V = Σ_B V_B (proposal: b fresh uniform indices, accepted or rejected
+            together, weight from (N/b) Σ_{i∈B} ∇L_i). Identical for b = 1.
         sampling: how the starting minibatch is drawn, ``"replacement"`` or ``"permutation"``.
         svrg_period: combine with SVRG (paper Sec. G): the weights act on the SVRG-corrected
             per-example terms ∇L_i(θ) − ∇L_i(w) + g/N, with a snapshot every ``svrg_period``
@@ -178,4 +191,5 @@ def ewsg(chain_length: int = 1, x: str = "default", persistent: bool = False,
     control = None if svrg_period is None else svrg(svrg_period)
     return EWSG(check.integer("chain_length", chain_length, lo=1),
                 check.choice("x", x, X_CHOICES), bool(persistent),
+                check.choice("grouping", grouping, GROUPINGS),
                 check.choice("sampling", sampling, SAMPLING_SCHEMES), None, control)
