@@ -8,7 +8,8 @@ A sampler is a composition problem × estimator × dynamics × coupling (see DES
 ...                   init=jnp.zeros(5), num_steps=10_000, num_chains=4)  # doctest: +SKIP
 """
 
-from . import datasets, metrics, models, schedules
+from . import coupling, datasets, metrics, models, schedules
+from .coupling import cv_energy, exact_energy, geometric_ladder, minibatch_energy, replica_exchange
 from .driver import sample
 from .errors import DivergenceError
 from .estimators import control_variate, ewsg, saga, svrg, uniform
@@ -18,6 +19,7 @@ from .sampler import psgld, sghmc, sgld
 
 __version__ = "0.1.0"
 
-__all__ = ["DivergenceError", "Objective", "Posterior", "Result", "control_variate", "datasets",
-           "ewsg", "metrics", "models", "psgld", "saga", "sample", "schedules", "sghmc", "sgld",
-           "svrg", "uniform"]
+__all__ = ["DivergenceError", "Objective", "Posterior", "Result", "control_variate", "coupling",
+           "cv_energy", "datasets", "ewsg", "exact_energy", "geometric_ladder", "metrics",
+           "minibatch_energy", "models", "psgld", "replica_exchange", "saga", "sample",
+           "schedules", "sghmc", "sgld", "svrg", "uniform"]

@@ -22,7 +22,7 @@ class Experiment:
 
 def registry() -> dict[str, Experiment]:
     """All experiments by name (imported lazily: each pulls in its own dependencies)."""
-    from . import ewsg_gaussian, svrg_hmc
+    from . import ewsg_classification, ewsg_gaussian, svrg_hmc
 
-    exps = [*svrg_hmc.EXPERIMENTS, *ewsg_gaussian.EXPERIMENTS]
+    exps = [*svrg_hmc.EXPERIMENTS, *ewsg_gaussian.EXPERIMENTS, *ewsg_classification.EXPERIMENTS]
     return {e.name: e for e in exps}

@@ -2,8 +2,10 @@
 
 from .linear import linear_regression, linear_regression_posterior, synthetic_linear_data
 from .logistic import logistic_regression, synthetic_logistic_data
+from .mixture import mixture_density, mixture_posterior, synthetic_mixture_data
 from .mlp import MLP, mlp
 from .softmax import softmax_regression
 
-__all__ = ["MLP", "linear_regression", "linear_regression_posterior", "logistic_regression", "mlp",
-           "softmax_regression", "synthetic_linear_data", "synthetic_logistic_data"]
+__all__ = ["MLP", "linear_regression", "linear_regression_posterior", "logistic_regression",
+           "mixture_density", "mixture_posterior", "mlp", "softmax_regression",
+           "synthetic_linear_data", "synthetic_logistic_data", "synthetic_mixture_data"]

@@ -1,0 +1,20 @@
+"""Couplings: how several replicas of a sampler interact (DESIGN.md, the coupling axis).
+
+:func:`replica_exchange` stacks K replicas of any sampler at a temperature ladder and swaps
+adjacent pairs with the bias-corrected Metropolis rule of reSGLD / VR-reSGLD; the swap test's
+energies come from :func:`minibatch_energy`, :func:`cv_energy` or :func:`exact_energy`.
+"""
+
+from .energy import (
+           CVEnergy,
+           ExactEnergy,
+           MinibatchEnergy,
+           cv_energy,
+           exact_energy,
+           minibatch_energy,
+)
+from .replica import ReplicaExchange, ReplicaState, geometric_ladder, replica_exchange, round_trips
+
+__all__ = ["CVEnergy", "ExactEnergy", "MinibatchEnergy", "ReplicaExchange", "ReplicaState",
+           "cv_energy", "exact_energy", "geometric_ladder", "minibatch_energy",
+           "replica_exchange", "round_trips"]

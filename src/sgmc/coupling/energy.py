@@ -1,0 +1,137 @@
+"""Energy estimators for the replica-exchange swap test (VR-reSGLD paper, Sec. 3; ALGORITHMS.md §3).
+
+Both estimate U(θ) = U₀(θ) + w Σ_i L_i(θ) on a minibatch B of size n (U₀ the exact prior term,
+L_i the per-example energies, w the data weight):
+
+- :func:`exact_energy`: U(θ) by a chunked full pass (N evaluations; no noise, σ̂² = 0) —
+  for small problems, and to test the swap rule itself.
+- :func:`minibatch_energy` (reSGLD):  Ũ(θ) = U₀(θ) + (wN/n) Σ_{i∈B} L_i(θ).
+- :func:`cv_energy` (VR-reSGLD, eq. 5): with an anchor β̂ refreshed every m steps and its
+  full-data sum L̂ = Σ_i L_i(β̂) (a chunked full pass),
+
+      Ũ(θ) = U₀(θ) + (wN/n) Σ_{i∈B} L_i(θ) + c · ((wN/n) Σ_{i∈B} L_i(β̂) − w L̂),
+
+  with c = −1 (eq. 5) or, ``adaptive=True``, c estimated as −Cov(X, Y)/Var(Y) of the plain
+  term X and the control term Y over the variance replicates and smoothed like σ̂² (Alg. 2).
+
+An estimator is a pytree dataclass with ``init(problem, position)`` (per-replica state),
+``init_evals(problem)``, ``estimate(problem, state, θ, idx) -> (Ũ, evals)``,
+``terms(problem, state, θ, idx) -> (X, Y)`` (for the adaptive coefficient), ``refresh(problem,
+state, θ) -> (state, evals)`` (called every ``period`` steps) and ``with_coef(state, c)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+
+from .. import _validate as check
+from .._pytree import pytree_dataclass, static
+
+__all__ = ["CVEnergy", "CVEnergyState", "ExactEnergy", "MinibatchEnergy", "cv_energy",
+           "exact_energy", "minibatch_energy"]
+
+
+@pytree_dataclass
+class MinibatchEnergy:
+    """Plain minibatch energy (reSGLD); see the module docstring."""
+
+    batch_size: int | None = static(None)
+
+    period = None
+    adaptive = False
+    evals_per_datum = 1
+
+    def init(self, problem, position) -> tuple:
+        return ()
+
+    def init_evals(self, problem) -> int:
+        return 0
+
+    def estimate(self, problem, state, theta, idx):
+        return problem.estimate_energy(theta, idx), idx.shape[0]
+
+    def refresh(self, problem, state, theta):
+        return state, 0
+
+
+@pytree_dataclass
+class ExactEnergy(MinibatchEnergy):
+    """The exact energy by a chunked full pass; see the module docstring."""
+
+    def estimate(self, problem, state, theta, idx):
+        return problem.full_energy(theta), problem.num_data
+
+
+class CVEnergyState(NamedTuple):
+    anchor: Any          # β̂
+    anchor_sum: Any      # w Σ_i L_i(β̂), from a chunked full pass
+    coef: Any            # c
+
+
+@pytree_dataclass
+class CVEnergy:
+    """Control-variate energy (VR-reSGLD, eq. 5 / Alg. 2); see the module docstring."""
+
+    period: int = static(100)
+    adaptive: bool = static(False)
+    batch_size: int | None = static(None)
+
+    evals_per_datum = 2  # L_i at θ and at the anchor
+
+    def init(self, problem, position) -> CVEnergyState:
+        return CVEnergyState(position, self._full(problem, position), jnp.float32(-1.0))
+
+    def init_evals(self, problem) -> int:
+        return problem.num_data
+
+    @staticmethod
+    def _full(problem, theta):
+        return problem.data_weight * problem.full_data_sum(problem.chunk_energy_sum, theta)
+
+    def terms(self, problem, state, theta, idx):
+        """(X, Y): the plain estimate of U(θ) and the control term (mean zero)."""
+        scale = problem.batch_scale(idx.shape[0])
+        x = problem.exact_energy(theta) + scale * problem.batch_energy_sum(theta, idx)
+        y = scale * problem.batch_energy_sum(state.anchor, idx) - state.anchor_sum
+        return x, y
+
+    def estimate(self, problem, state, theta, idx):
+        x, y = self.terms(problem, state, theta, idx)
+        return x + state.coef * y, 2 * idx.shape[0]
+
+    def refresh(self, problem, state, theta):
+        """New anchor β̂ = θ and its full-data energy (N per-example energies)."""
+        return state._replace(anchor=theta, anchor_sum=self._full(problem, theta)), \
+            problem.num_data
+
+
+def minibatch_energy(batch_size: int | None = None) -> MinibatchEnergy:
+    """Plain minibatch energy estimates for the swap test (reSGLD).
+
+    Args:
+        batch_size: minibatch size of the energy estimate; ``None`` uses the sampler's.
+    """
+    if batch_size is not None:
+        batch_size = check.integer("batch_size", batch_size, lo=1)
+    return MinibatchEnergy(batch_size)
+
+
+def exact_energy() -> ExactEnergy:
+    """Exact energies for the swap test (a full data pass per replica per attempt)."""
+    return ExactEnergy(1)
+
+
+def cv_energy(period: int = 100, adaptive: bool = False,
+              batch_size: int | None = None) -> CVEnergy:
+    """Control-variate energy estimates for the swap test (VR-reSGLD, eq. 5; Alg. 2).
+
+    Args:
+        period: m ≥ 1, steps between anchor refreshes (one full data pass per replica each).
+        adaptive: estimate the coefficient c (Alg. 2) instead of fixing c = −1.
+        batch_size: minibatch size of the energy estimate; ``None`` uses the sampler's.
+    """
+    if batch_size is not None:
+        batch_size = check.integer("batch_size", batch_size, lo=1)
+    return CVEnergy(check.integer("period", period, lo=1), bool(adaptive), batch_size)

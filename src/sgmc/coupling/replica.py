@@ -1,0 +1,361 @@
+"""Replica exchange (parallel tempering) SG-MCMC with the bias-corrected swap rule
+(Deng, Feng, Gao, Liang & Lin, reSGLD; Deng et al., VR-reSGLD, Alg. 1–2; ALGORITHMS.md §3).
+
+K replicas of one base sampler run at temperatures τ_1 < … < τ_K (and their own step sizes),
+stacked on a leading axis and moved with ``vmap``: the same minibatch for every replica in a
+step, independent noise. Every ``swap_every`` steps adjacent pairs (k, k+1) attempt to swap
+positions with probability min(1, S_k),
+
+    S_k = exp( a_k · (Ũ_k − Ũ_{k+1} − a_k σ̂_k² / (2F)) ),    a_k = 1/τ_k − 1/τ_{k+1},
+
+where Ũ are energy estimates on one fresh minibatch (shared by all replicas; see
+:mod:`sgmc.coupling.energy`) and σ̂_k² estimates Var(Ũ_k − Ũ_{k+1}).
+
+**Correction convention.** If Ũ_k − Ũ_{k+1} = D + ε with ε ~ N(0, σ²), then
+E[exp(a(D + ε))] = exp(aD + a²σ²/2), so subtracting a²σ²/2 makes S̃ unbiased for the exact
+exp(aD) when F = 1. The paper prints a²σ̂²/F (twice this correction at F = 1; its reference
+code uses both forms). Here F = 1 is the unbiased rule and F > 1 shrinks the correction,
+trading bias for swaps exactly as the paper's F does.
+
+**σ̂²** by stochastic approximation: every ``variance_period`` steps (m), before the dynamics
+step, σ̃_k² is the sample variance of Ũ_k − Ũ_{k+1} over ``num_replicates`` independent
+minibatches at the current states, and σ̂_k² ← (1 − γ) σ̂_k² + γ σ̃_k² (the first measurement
+is taken as is). It is measured *before* control-variate anchors are refreshed (right at a
+fresh anchor the estimator has no variance). With ``cv_energy(adaptive=True)`` the same
+replicates give each replica's coefficient c = −Cov(X, Y)/Var(Y), smoothed the same way.
+
+**Swaps.** Positions swap; energy anchors and their cached full energies travel with them
+(ALGORITHMS.md §3 pitfalls). Momenta, preconditioners and gradient-estimator state (SVRG
+snapshots, SAGA tables) stay with their temperature slot: the target is a product over
+slots, so swapping positions alone is a valid Metropolis move, the estimators stay unbiased,
+and no O(N) table is copied. Pairs attempted: with ``schedule="even_odd"`` pairs with
+k ≡ j (mod 2) at the j-th attempt (deterministic even–odd, non-reversible); with
+``"stochastic"`` the parity is drawn at random. With two replicas the one pair is attempted
+every time.
+
+Samples are the coldest replica's (``output="coldest"``) or every replica's (``"all"``: an
+extra replica axis after the draw axis). ``res.info`` gains ``swaps`` and ``swap_attempts``
+per pair (counts per draw interval), ``energy_variance`` (σ̂² per pair) and
+``replica_labels`` (which chain each slot holds; round trips follow from it).
+Gradient-evaluation counts include energy evaluations, anchor passes and replicates.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _validate as check
+from .._pytree import pytree_dataclass, replace, static
+from ..dynamics import StepParams
+from ..sampler import Sampler
+from ..schedules import Schedule, as_schedule
+from .energy import CVEnergy, MinibatchEnergy, minibatch_energy
+
+__all__ = ["ReplicaExchange", "ReplicaState", "geometric_ladder", "log_swap_ratio",
+           "replica_exchange", "round_trips"]
+
+SCHEDULES = ("even_odd", "stochastic")
+OUTPUTS = ("coldest", "all")
+
+
+class ReplicaState(NamedTuple):
+    """Replicas stacked on axis 0 (dynamics states), the shared batcher state, per-replica
+    energy-estimator states, σ̂² per pair, slot labels and the number of σ̂² updates."""
+
+    dyn: Any
+    batch: Any
+    energy: Any
+    variance: jax.Array   # (K − 1,)
+    labels: jax.Array     # (K,) int32: the chain each slot holds
+    measured: jax.Array   # int32: σ̂² updates so far
+
+    @property
+    def position(self):
+        return self.dyn.position
+
+
+@pytree_dataclass
+class ReplicaExchange:
+    """Replica exchange over a base :class:`sgmc.Sampler`; see :func:`replica_exchange`."""
+
+    sampler: Sampler
+    temperatures: tuple
+    step_sizes: tuple
+    energy: Any
+    correction: Any
+    smoothing: Any
+    swap_every: int = static(1)
+    schedule: str = static("even_odd")
+    variance_period: int = static(1)
+    num_replicates: int = static(10)
+    output: str = static("coldest")
+    name: str = static("replica_exchange")
+
+    @property
+    def num_replicas(self) -> int:
+        return len(self.temperatures)
+
+    @property
+    def last_value_stats(self) -> tuple[str, ...]:
+        """Info entries that are states (kept at the draw), not counts (summed)."""
+        return ("energy_variance", "replica_labels")
+
+    def draw(self, state: ReplicaState):
+        """What a draw records: the coldest replica's position, or all replicas'."""
+        if self.output == "all":
+            return state.dyn.position
+        return jax.tree.map(lambda x: x[0], state.dyn.position)
+
+    def params(self, t) -> StepParams:
+        """Per-replica step sizes and temperatures at step t, t itself unbatched."""
+        return StepParams(
+            jnp.stack([jnp.asarray(s(t), jnp.float32) for s in self.step_sizes]),
+            jnp.stack([jnp.asarray(s(t), jnp.float32) for s in self.temperatures]),
+            jnp.asarray(t, jnp.int32))
+
+    def _energy_batch(self, problem) -> int:
+        """Minibatch size of the swap energies: the energy's, else the sampler's, else N."""
+        return self.energy.batch_size or self.sampler.batch_size or problem.num_data
+
+    # -- init ---------------------------------------------------------------------------
+    def init(self, problem, position, key) -> ReplicaState:
+        k = self.num_replicas
+        keys = jax.random.split(key, k + 1)
+        p0 = self.params(0)
+        base = self.sampler
+
+        def one(kk, h, tau):
+            return base.dynamics.init(problem, base.estimator, position, kk,
+                                      StepParams(h, tau, p0.t))
+
+        dyn = jax.vmap(one)(keys[:k], p0.step_size, p0.temperature)
+        energy = jax.vmap(lambda _: self.energy.init(problem, position))(jnp.arange(k))
+        return ReplicaState(dyn, base.batcher.init(problem.num_data, keys[k]), energy,
+                            jnp.zeros(k - 1, jnp.float32), jnp.arange(k, dtype=jnp.int32),
+                            jnp.int32(0))
+
+    def init_evals(self, problem) -> int:
+        k = self.num_replicas
+        return k * (self.sampler.init_evals(problem) + self.energy.init_evals(problem))
+
+    def check(self, problem, position, num_chains: int = 1) -> None:
+        if not problem.has_data:
+            raise ValueError("replica exchange with minibatch energies needs a problem with "
+                             "data; use a sampler without coupling for data-free problems")
+        self.sampler.check(problem, position, num_chains * self.num_replicas)
+        check.integer("energy batch_size", self._energy_batch(problem), lo=1, hi=problem.num_data)
+
+    # -- one step -----------------------------------------------------------------------
+    def _energies(self, problem, energy, positions, idx):
+        """Ũ per replica on one shared minibatch, and the evaluations spent."""
+        u, n = jax.vmap(lambda s, th: self.energy.estimate(problem, s, th, idx))(
+            energy, positions)
+        return u, jnp.sum(n)
+
+    def _measure(self, problem, state: ReplicaState, key):
+        """σ̃² per pair (and c per replica, adaptive) from independent minibatch replicates;
+        smoothed into the state; then anchors refreshed. Returns (state, evals)."""
+        n_data, b = problem.num_data, self._energy_batch(problem)
+        idx = jax.random.randint(key, (self.num_replicates, b), 0, n_data, dtype=jnp.int32)
+        pos, energy = state.dyn.position, state.energy
+        gamma = jnp.where(state.measured == 0, 1.0, self.smoothing)
+        if self.energy.adaptive:
+            x, y = jax.vmap(lambda i: jax.vmap(
+                lambda s, th: self.energy.terms(problem, s, th, i))(energy, pos))(idx)
+            cov = jnp.mean((x - x.mean(0)) * (y - y.mean(0)), axis=0)
+            c_new = -cov / jnp.maximum(jnp.var(y, axis=0), 1e-30)
+            coef = (1 - gamma) * energy.coef + gamma * c_new
+            energy = energy._replace(coef=coef)
+            u = x + coef * y
+        else:
+            u = jax.vmap(lambda i: self._energies(problem, energy, pos, i)[0])(idx)
+        diff = u[:, :-1] - u[:, 1:]                       # (R, K − 1)
+        variance = (1 - gamma) * state.variance + gamma * jnp.var(diff, axis=0, ddof=1)
+        evals = self.num_replicates * self.num_replicas * b * self.energy.evals_per_datum
+        energy, n_ref = jax.vmap(lambda s, th: self.energy.refresh(problem, s, th))(energy, pos)
+        return state._replace(energy=energy, variance=variance.astype(jnp.float32),
+                              measured=state.measured + 1), evals + jnp.sum(n_ref)
+
+    def _swap(self, problem, state: ReplicaState, key, params: StepParams, attempt):
+        """The Metropolis swap test on the active pairs; returns (state, accepted, active,
+        evals)."""
+        k = self.num_replicas
+        k_idx, k_u, k_par = jax.random.split(key, 3)
+        idx = jax.random.randint(k_idx, (self._energy_batch(problem),), 0, problem.num_data,
+                                 dtype=jnp.int32)
+        u, evals = self._energies(problem, state.energy, state.dyn.position, idx)
+        tau = params.temperature
+        a = 1.0 / tau[:-1] - 1.0 / tau[1:]
+        log_s = log_swap_ratio(a, u[:-1] - u[1:], state.variance, self.correction)
+        if k == 2:
+            active = jnp.ones(1, bool)
+        else:
+            parity = (attempt % 2 if self.schedule == "even_odd"
+                      else jax.random.bernoulli(k_par).astype(jnp.int32))
+            active = jnp.arange(k - 1) % 2 == parity
+        accept = active & (jnp.log(jax.random.uniform(k_u, (k - 1,))) < log_s)
+        up = accept.astype(jnp.int32)
+        # Active pairs are disjoint, so each slot moves by at most one.
+        perm = jnp.arange(k) + jnp.pad(up, (0, 1)) - jnp.pad(up, (1, 0))
+        take = lambda x: x[perm]
+        dyn = state.dyn._replace(position=jax.tree.map(take, state.dyn.position))
+        state = state._replace(dyn=dyn, energy=jax.tree.map(take, state.energy),
+                               labels=state.labels[perm])
+        return state, accept, active, evals
+
+    def step(self, problem, state: ReplicaState, key, t):
+        """Step t: σ̂² (every m steps), one dynamics step of every replica on one shared
+        minibatch, then (every ``swap_every`` steps) the swap test."""
+        k = self.num_replicas
+        k_var, k_batch, k_dyn, k_swap = jax.random.split(key, 4)
+        params = self.params(t)
+        zero = jnp.int32(0)
+
+        small = (state.dyn.position, state.energy, state.variance, state.measured)
+
+        def measure(parts):
+            pos, energy, var, measured = parts
+            st = state._replace(energy=energy, variance=var, measured=measured)
+            st, n = self._measure(problem, st, k_var)
+            return (pos, st.energy, st.variance, st.measured), jnp.asarray(n, jnp.int32)
+
+        # Only small parts go through the branch (never an estimator's O(N) table).
+        small, n_var = jax.lax.cond(t % self.variance_period == 0, measure,
+                                    lambda parts: (parts, zero), small)
+        state = state._replace(energy=small[1], variance=small[2], measured=small[3])
+
+        batch, batch_state = self.sampler.batcher.draw(state.batch, k_batch, problem.num_data)
+        step_one = jax.vmap(self.sampler.transition,
+                            in_axes=(None, 0, None, 0, StepParams(0, 0, None)))
+        dyn, n_dyn = step_one(problem, state.dyn, batch, jax.random.split(k_dyn, k), params)
+        state = state._replace(dyn=dyn, batch=batch_state)
+
+        attempt = (t + 1) // self.swap_every - 1
+        swap_parts = (state.dyn.position, state.energy, state.labels)
+
+        def swap(parts):
+            pos, energy, labels = parts
+            st = state._replace(dyn=state.dyn._replace(position=pos), energy=energy,
+                                labels=labels)
+            st, acc, act, n = self._swap(problem, st, k_swap, params, attempt)
+            return (st.dyn.position, st.energy, st.labels), acc, act, jnp.asarray(n, jnp.int32)
+
+        def no_swap(parts):
+            return parts, jnp.zeros(k - 1, bool), jnp.zeros(k - 1, bool), zero
+
+        swap_parts, acc, act, n_swap = jax.lax.cond((t + 1) % self.swap_every == 0, swap,
+                                                    no_swap, swap_parts)
+        state = state._replace(dyn=state.dyn._replace(position=swap_parts[0]),
+                               energy=swap_parts[1], labels=swap_parts[2])
+        info = {"grad_evals": jnp.sum(n_dyn) + n_var + n_swap,
+                "swaps": acc.astype(jnp.float32), "swap_attempts": act.astype(jnp.float32),
+                "energy_variance": state.variance,
+                "replica_labels": state.labels.astype(jnp.float32)}
+        return state, info
+
+
+def log_swap_ratio(a, diff, variance, correction):
+    """log S = a·(ΔŨ − a σ̂²/(2F)) with ΔŨ = Ũ_low − Ũ_high, a = 1/τ_low − 1/τ_high: with
+    ΔŨ ~ N(D, σ²) and σ̂² = σ², E[S] = exp(aD) exactly when F = 1."""
+    return a * (diff - a * variance / (2.0 * correction))
+
+
+def geometric_ladder(t_min: float, t_max: float, num: int) -> list[float]:
+    """``num`` temperatures from t_min to t_max in geometric progression (the default ladder
+    for K > 2)."""
+    lo, hi = check.positive("t_min", t_min), check.positive("t_max", t_max)
+    k = check.integer("num", num, lo=2)
+    if hi <= lo:
+        raise ValueError(f"t_max must be > t_min, got t_min={lo}, t_max={hi}")
+    return [float(v) for v in np.geomspace(lo, hi, k)]
+
+
+def replica_exchange(sampler: Sampler, temperatures, step_sizes=None, correction: float = 1.0,
+                     energy: MinibatchEnergy | CVEnergy | None = None, swap_every: int = 1,
+                     schedule: str = "even_odd", variance_period: int | None = None,
+                     smoothing: float = 0.3, num_replicates: int = 10,
+                     output: str = "coldest") -> ReplicaExchange:
+    """Replica exchange with bias-corrected swaps (reSGLD / VR-reSGLD, Alg. 1–2); the rule and
+    its conventions are in the module docstring.
+
+    Args:
+        sampler: the base sampler, e.g. ``sgmc.sgld(...)`` or ``sgmc.sghmc(...)`` with any
+            estimator; its temperature is replaced by the ladder.
+        temperatures: τ_1 < … < τ_K (floats or schedules, e.g. annealing during burn-in);
+            K ≥ 2. See :func:`geometric_ladder`.
+        step_sizes: one step size (float or schedule) per replica; default: the base
+            sampler's for all (the paper's deep-learning runs use η_2 = 1.5 η_1).
+        correction: F > 0; F = 1 is the unbiased correction, larger F swaps more (the
+            paper uses F ≥ 1).
+        energy: :func:`sgmc.minibatch_energy` (reSGLD, default) or :func:`sgmc.cv_energy`
+            (VR-reSGLD).
+        swap_every: attempt swaps every k ≥ 1 steps.
+        schedule: ``"even_odd"`` (deterministic) or ``"stochastic"`` choice of pairs (K > 2).
+        variance_period: m, steps between σ̂² updates (default: the cv_energy period, else 1).
+        smoothing: γ ∈ (0, 1], the stochastic-approximation weight of a new σ̃².
+        num_replicates: independent minibatches per σ̃² measurement, ≥ 2.
+        output: ``"coldest"`` (draws of replica 1) or ``"all"`` (every replica).
+    """
+    if not isinstance(sampler, Sampler):
+        raise TypeError("sampler must be an sgmc sampler such as sgmc.sgld(...), got "
+                        f"{type(sampler).__name__}")
+    if isinstance(temperatures, (int, float)) or len(temperatures) < 2:
+        raise ValueError("temperatures must list at least 2 values (τ_1 < … < τ_K)")
+    temps = tuple(as_schedule(v, "temperatures") for v in temperatures)
+    start = [float(s(0)) for s in temps]
+    if any(b <= a for a, b in itertools.pairwise(start)):
+        raise ValueError(f"temperatures must be strictly increasing, got {start}")
+    k = len(temps)
+    if step_sizes is None:
+        steps = (sampler.step_size,) * k
+    else:
+        if isinstance(step_sizes, (int, float, Schedule)) or len(step_sizes) != k:
+            raise ValueError(f"step_sizes must list one step size per replica ({k})")
+        steps = tuple(as_schedule(v, "step_sizes") for v in step_sizes)
+    if energy is None:
+        energy = minibatch_energy()
+    if not isinstance(energy, (MinibatchEnergy, CVEnergy)):
+        raise TypeError("energy must be sgmc.minibatch_energy() or sgmc.cv_energy(...), got "
+                        f"{type(energy).__name__}")
+    f = check.positive("correction", correction)
+    every = check.integer("swap_every", swap_every, lo=1)
+    check.choice("schedule", schedule, SCHEDULES)
+    if variance_period is None:
+        variance_period = energy.period or 1
+    period = check.integer("variance_period", variance_period, lo=1)
+    gamma = check.real("smoothing", smoothing, lo=0.0, hi=1.0)
+    if gamma == 0.0:
+        raise ValueError("smoothing must lie in (0, 1], got 0.0")
+    reps = check.integer("num_replicates", num_replicates, lo=2)
+    check.choice("output", output, OUTPUTS)
+    if sampler.estimator.needs_temperature and min(start) <= 0:
+        raise ValueError("temperatures must be > 0 with this estimator")
+    base = replace(sampler, temperature=1.0)
+    return ReplicaExchange(base, temps, steps, energy, f, gamma, every, schedule, period, reps,
+                           output, f"re{sampler.name}")
+
+
+def round_trips(labels: np.ndarray) -> np.ndarray:
+    """Completed round trips per chain from ``res.info["replica_labels"]`` (chains, draws, K):
+    a round trip is a replica's journey from the coldest slot to the hottest and back."""
+    lab = np.asarray(labels).astype(np.int64)
+    n_chains, _, k = lab.shape
+    out = np.zeros(n_chains, np.int64)
+    for c in range(n_chains):
+        for r in range(k):
+            slot = np.argmax(lab[c] == r, axis=1)   # where replica r sits at each draw
+            state, trips = None, 0                  # last extreme visited
+            for s in slot:
+                if s == 0:
+                    if state == "hot":
+                        trips += 1
+                    state = "cold"
+                elif s == k - 1 and state == "cold":
+                    state = "hot"
+            out[c] += trips
+    return out
