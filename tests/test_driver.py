@@ -1,5 +1,6 @@
 """The driver: determinism, chains, thinning and burn-in, blocks, caching, save/load, errors."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -75,13 +76,68 @@ def test_init_per_chain_and_pytree_positions():
     np.testing.assert_allclose(res.samples["m"][:, 0, 0], [1.0, 2.0, 3.0], atol=0.3)
 
 
-def test_second_call_with_new_numbers_does_not_recompile(post):
-    sgmc.sample(post, sgmc.sghmc(1e-3, friction=5.0, batch_size=20), jnp.zeros(2), 50)
-    before = driver._run_block._cache_size()
+@pytest.fixture
+def compiles():
+    """The XLA compilations since the fixture started (a list of event names).
+
+    ``sample`` compiles ahead of time (``lower().compile()``), which the ``jit`` caches'
+    ``_cache_size()`` does not see, so compilations are counted where XLA reports them."""
+    events = []
+
+    def listen(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            events.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    yield events
+    jax.monitoring.unregister_event_duration_listener(listen)
+
+
+def test_second_call_with_new_numbers_does_not_recompile(post, compiles):
+    first, second = jnp.zeros(2), jnp.ones(2)
+    sgmc.sample(post, sgmc.sghmc(1e-3, friction=5.0, batch_size=20), first, 50)
+    assert compiles  # the listener sees compilations at all
+    compiles.clear()
     res = sgmc.sample(post, sgmc.sghmc(2e-3, friction=7.0, batch_size=20, temperature=0.5),
-                      jnp.ones(2), 50, seed=3)
-    assert driver._run_block._cache_size() == before
+                      second, 50, seed=3)
+    assert compiles == []
     assert res.num_draws == 50
+
+
+def test_run_with_leftovers_compiles_once(post, compiles):
+    # Burn-in not a multiple of thin, a partial last block and trailing steps: both block
+    # programs run, and a second call compiles neither again.
+    kw = dict(num_steps=300, burn_in=31, thin=4, num_chains=2, draws_per_block=5)
+    sgmc.sample(post, SAMPLER, jnp.zeros(2), **kw)
+    compiles.clear()
+    res = sgmc.sample(post, SAMPLER, jnp.zeros(2), seed=1, **kw)
+    assert compiles == []
+    assert res.num_draws == 67
+
+
+@pytest.mark.parametrize("burn_in, num_draws, thin, trailing, per_block", [
+    (0, 100, 1, 0, 5), (31, 67, 4, 1, 5), (9, 1, 1, 0, 1), (3, 1, 47, 0, 1), (50, 7, 10, 6, 3)])
+def test_block_plan(burn_in, num_draws, thin, trailing, per_block):
+    plan = driver._block_plan(burn_in, num_draws, thin, trailing, per_block)
+    assert sum(n * steps for n, steps, _, _ in plan) == burn_in + num_draws * thin + trailing
+    assert sum(n - min(drop, n) for n, _, _, drop in plan) == num_draws
+    # Full blocks (one static-length program) have the run's shape; at most one partial
+    # block of draws, and at most one block of fewer than thin steps before and after them.
+    assert all((n, steps) == (per_block, thin) for n, steps, full, _ in plan if full)
+    rest = [(n, steps) for n, steps, full, _ in plan if not full]
+    assert sum(steps == thin for _, steps in rest) <= 1
+    assert all(n == 1 and steps < thin for n, steps in rest if steps != thin)
+    if thin == 1 and (burn_in + num_draws) % per_block == 0:
+        assert not rest
+
+
+@pytest.mark.parametrize("total, cap, expected", [
+    (20000, 10**9, 1000), (2001, 10**9, 87), (10007, 10**9, 500), (20000, 300, 250),
+    (19, 10**9, 1), (97, 9, 4)])
+def test_default_block_size_divides_the_run_when_it_can(total, cap, expected):
+    # About 1/20 of the draws, at most cap, and a divisor of the draws within a factor 2 of
+    # that when there is one (10007 is prime), so that every block is full.
+    assert driver._default_draws_per_block(total, cap) == expected
 
 
 def test_save_load_round_trip(post, tmp_path):

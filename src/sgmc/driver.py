@@ -1,13 +1,15 @@
 """The driver: runs any sampler as compiled blocks of steps over vectorised chains.
 
-One call of :func:`sample` compiles one program (cached on the problem's and sampler's
-static structure and the shapes, so a second call with the same settings compiles nothing)
-and runs it block after block. A block is one loop over steps inside one ``jit``, keeping a
-draw every ``thin`` steps; each step moves every chain (``vmap``); minibatch indices and
-noise are drawn on the device; only thinned draws leave the device. Between blocks the host
-updates the progress bar and checks for divergence — never per step. Per-example gradient
-evaluations (including those an estimator spends at initialisation, e.g. a SAGA table) are
-counted per chain in a 64-bit counter.
+One call of :func:`sample` compiles at most two programs (cached on the problem's and
+sampler's static structure, the shapes, the block size and ``thin``, so a second call with
+the same settings compiles nothing) and runs the run's blocks through them. A block is one
+loop over steps inside one ``jit``, keeping a draw every ``thin`` steps; each step moves
+every chain (``vmap``); minibatch indices and noise are drawn on the device; only thinned
+draws leave the device. All full blocks run one program whose loop has a static length; a
+partial last block and the steps that do not fill a draw run one program with a traced
+length. Between blocks the host updates the progress bar and checks for divergence — never
+per step. Per-example gradient evaluations (including those an estimator spends at
+initialisation, e.g. a SAGA table) are counted per chain in a 64-bit counter.
 
 Randomness: chain c uses key ``split(key(seed), num_chains)[c]``, itself split into an
 initialisation key and a run key; step t uses ``fold_in(run_key, t)``. Draws therefore do not
@@ -61,18 +63,9 @@ def _add_u64(hi, lo, n):
     return hi + (lo_new < lo).astype(jnp.uint32), lo_new
 
 
-@partial(jax.jit, static_argnames=("max_draws",))
-def _run_block(problem, sampler, states, counters, run_keys, t0, n_draws, thin, *, max_draws):
-    """Run ``n_draws`` × ``thin`` steps of every chain from global step ``t0``, recording a
-    draw every ``thin`` steps into a buffer of ``max_draws`` slots (draw axis first).
-
-    The loops run outside the ``vmap`` over chains, so the step index t is one unbatched
-    number: periodic work keyed on it (SVRG snapshots, anchor refreshes) stays a real branch
-    instead of a select that would evaluate both sides for every chain at every step. A
-    single chain is not ``vmap``-ed at all: on XLA:CPU batching one chain still costs (its
-    gathers become batched gathers), so it runs unbatched and gains its axis back at the end.
-    """
-    single = counters.bad_step.shape[0] == 1
+def _chain_fns(single):
+    """(inner, outer, batch, fold, finite) for one chain run unbatched or many vmapped:
+    inner/outer drop and restore the chain axis of one chain; batch is ``jax.vmap`` or None."""
     if single:
         def inner(tree):
             return jax.tree.map(lambda x: x[0], tree)
@@ -80,46 +73,132 @@ def _run_block(problem, sampler, states, counters, run_keys, t0, n_draws, thin, 
         def outer(tree, axis=0):
             return jax.tree.map(lambda x: jnp.expand_dims(x, axis), tree)
 
-        step, fold, finite = sampler.step, jax.random.fold_in, all_finite
-    else:
-        def inner(tree):
-            return tree
+        return inner, outer, None, jax.random.fold_in, all_finite
 
-        def outer(tree, axis=0):
-            return tree
+    def same(tree, axis=0):
+        return tree
 
-        step = jax.vmap(sampler.step, in_axes=(None, 0, 0, None))
-        fold = jax.vmap(jax.random.fold_in, in_axes=(0, None))
-        finite = jax.vmap(all_finite)
+    fold = jax.vmap(jax.random.fold_in, in_axes=(0, None))
+    return same, same, jax.vmap, fold, jax.vmap(all_finite)
+
+
+def _draw_fn(sampler, batch):
+    """What a draw records of a chain's state: ``sampler.draw(state)`` (a coupling's coldest
+    replica, say) or the state's position; ``batch`` maps it over chains (None: one chain)."""
+    draw = getattr(sampler, "draw", None)
+    if draw is None:
+        return lambda states: states.position
+    return draw if batch is None else batch(draw)
+
+
+def _block_parts(problem, sampler, states, counters, run_keys, t0):
+    """What both block programs share: the chain-level step, the per-step bookkeeping and
+    the zero accumulators of the per-draw statistics.
+
+    The loops run outside the ``vmap`` over chains, so the step index t is one unbatched
+    number: periodic work keyed on it (SVRG snapshots, anchor refreshes) stays a real branch
+    instead of a select that would evaluate both sides for every chain at every step. A
+    single chain is not ``vmap``-ed at all: on XLA:CPU batching one chain still costs (its
+    gathers become batched gathers), so it runs unbatched and gains its axis back at the end.
+    """
+    inner, outer, batch, fold, finite = _chain_fns(counters.bad_step.shape[0] == 1)
+    step = sampler.step if batch is None else batch(sampler.step, in_axes=(None, 0, 0, None))
     states, counters, keys = inner((states, counters, run_keys))
     info_shape = jax.eval_shape(step, problem, states, keys, t0)[1]
     stat_keys = sorted(k for k in info_shape if k != "grad_evals")
-    stat_zero = {k: jnp.zeros(counters.bad_step.shape, jnp.float32) for k in stat_keys}
+    # Statistics may be vectors (per replica pair, say). Counts are summed over a draw's
+    # steps; the sampler's `last_value_stats` (states such as σ̂²) keep the draw's value.
+    stat_zero = {k: jnp.zeros(info_shape[k].shape, jnp.float32) for k in stat_keys}
+    last = set(getattr(sampler, "last_value_stats", ()))
+    draw_fn = _draw_fn(sampler, batch)
 
-    # One flat loop over the block's steps; draw j lives in slot j = (t − t0) // thin and is
-    # overwritten at every step of its interval, so it ends holding the interval's last state.
-    # (Nesting a loop over `thin` inside a loop over draws costs a loop per step when thin = 1.)
-    def one_step(t, carry):
-        states, c, acc, buf = carry
+    def one_step(t, states, c):
+        """Step t of every chain: (new states, new counters, info)."""
         states, info = step(problem, states, fold(keys, t), t)
         hi, lo = _add_u64(c.evals_hi, c.evals_lo, info["grad_evals"])
         bad = jnp.where((c.bad_step < 0) & ~finite(states.position), t, c.bad_step)
-        fresh = (t - t0) % thin == 0
-        acc = {k: jnp.where(fresh, 0.0, acc[k]) + jnp.asarray(info[k], jnp.float32)
-               for k in stat_keys}
-        c = _Counters(hi, lo, bad)
-        record = {"position": states.position, "evals_hi": hi, "evals_lo": lo, "stats": acc}
+        return states, _Counters(hi, lo, bad), info
+
+    def accumulate(acc, info, fresh):
+        return {k: jnp.asarray(info[k], jnp.float32) if k in last else
+                jnp.where(fresh, 0.0, acc[k]) + jnp.asarray(info[k], jnp.float32)
+                for k in stat_keys}
+
+    def record(states, c, acc):
+        return {"position": draw_fn(states), "evals_hi": c.evals_hi, "evals_lo": c.evals_lo,
+                "stats": acc}
+
+    return states, counters, stat_zero, one_step, accumulate, record, outer
+
+
+@partial(jax.jit, static_argnames=("n_draws", "thin"))
+def _run_block(problem, sampler, states, counters, run_keys, t0, *, n_draws, thin):
+    """Run ``n_draws`` × ``thin`` steps of every chain from global step ``t0``, recording a
+    draw after every ``thin`` steps (draw axis first in the returned buffer).
+
+    ``n_draws`` and ``thin`` are static: a loop whose trip count is a traced value costs
+    about 25–35 % per step on XLA:CPU (with threefry keys), so all the full blocks of a run
+    share this one program of static length. The rest of the run (a partial last block, and
+    the fewer than ``thin`` steps that burn-in or the end leave over) runs in
+    :func:`_run_steps`. Nothing is skipped under ``lax.cond`` here: an estimator's state can
+    hold an O(N) table, which a ``cond`` would copy at every step.
+    """
+    states, counters, stat_zero, one_step, accumulate, record, outer = _block_parts(
+        problem, sampler, states, counters, run_keys, t0)
+
+    # A loop over draws, writing each into its slot of the buffer, and inside it a loop over
+    # the thin steps of one draw (none when thin = 1: that would cost a loop per step). Both
+    # have static bounds: the loop index is the draw's slot, t = t0 + d × thin + k. (A
+    # `lax.scan` over `arange(n_draws)` collecting the draws as its output measured ~20 %
+    # slower per step than this loop, about as slow as a traced trip count.)
+    def one_draw(d, carry):
+        states, c, buf = carry
+        first = t0 + d * thin
+        states, c, info = one_step(first, states, c)
+        acc = accumulate(stat_zero, info, True)
+        if thin > 1:
+            def more(k, inner_carry):
+                states, c, acc = inner_carry
+                states, c, info = one_step(first + k, states, c)
+                return states, c, accumulate(acc, info, False)
+
+            states, c, acc = jax.lax.fori_loop(1, thin, more, (states, c, acc))
+        buf = jax.tree.map(lambda b, x: jax.lax.dynamic_update_index_in_dim(b, x, d, 0),
+                           buf, record(states, c, acc))
+        return states, c, buf
+
+    buf = _empty_buffer(record(states, counters, stat_zero), n_draws)
+    states, counters, buf = jax.lax.fori_loop(0, n_draws, one_draw, (states, counters, buf))
+    return outer(states), outer(counters), outer(buf, axis=1)
+
+
+def _empty_buffer(template, slots):
+    return jax.tree.map(lambda x: jnp.zeros((slots, *jnp.shape(x)), jnp.result_type(x)),
+                        template)
+
+
+@partial(jax.jit, static_argnames=("max_draws",))
+def _run_steps(problem, sampler, states, counters, run_keys, t0, n_draws, thin, *, max_draws):
+    """Like :func:`_run_block` with a traced number of draws and of steps per draw, into a
+    buffer of ``max_draws`` slots: one program for the leftovers of a run (a partial last
+    block; burn-in and trailing steps that do not fill a draw)."""
+    states, counters, stat_zero, one_step, accumulate, record, outer = _block_parts(
+        problem, sampler, states, counters, run_keys, t0)
+
+    # One flat loop; draw j lives in slot j = (t − t0) // thin and is overwritten at every
+    # step of its interval, so it ends holding the interval's last state.
+    def body(t, carry):
+        states, c, acc, buf = carry
+        states, c, info = one_step(t, states, c)
+        acc = accumulate(acc, info, (t - t0) % thin == 0)
         j = (t - t0) // thin
         buf = jax.tree.map(lambda b, x: jax.lax.dynamic_update_index_in_dim(b, x, j, 0),
-                           buf, record)
+                           buf, record(states, c, acc))
         return states, c, acc, buf
 
-    template = {"position": states.position, "evals_hi": counters.evals_hi,
-                "evals_lo": counters.evals_lo, "stats": stat_zero}
-    buf = jax.tree.map(lambda x: jnp.zeros((max_draws, *jnp.shape(x)), jnp.result_type(x)),
-                       template)
+    buf = _empty_buffer(record(states, counters, stat_zero), max_draws)
     states, counters, _, buf = jax.lax.fori_loop(
-        t0, t0 + n_draws * thin, one_step, (states, counters, stat_zero, buf))
+        t0, t0 + n_draws * thin, body, (states, counters, stat_zero, buf))
     return outer(states), outer(counters), outer(buf, axis=1)
 
 
@@ -184,8 +263,10 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
         seed: integer in [0, 2³² − 1]; the same seed gives bitwise identical draws.
         progress: show a progress bar (needs tqdm, in the ``diagnostics`` extra); default:
             only on an interactive terminal outside CI, when tqdm is installed.
-        draws_per_block: draws computed per compiled block (default: about 1/20 of the run,
-            capped so that a block's draws take at most 64 MiB).
+        draws_per_block: draws computed per compiled block, burn-in included (burn-in
+            runs as draws at this ``thin`` that are dropped). Default: about 1/20 of the
+            run, capped so that a block's draws take at most 64 MiB, and chosen to divide
+            the run's draws when it can, so that the run needs one compiled program.
         prng: ``"threefry"`` (default; the same draws on every backend and sharding) or
             ``"rbg"`` (faster random bits; draws may differ across backends).
 
@@ -220,12 +301,13 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
                 "num_chains": num_chains, "prng": prng}
     num_draws = (num_steps - burn_in) // thin
     trailing = (num_steps - burn_in) - num_draws * thin
+    total_draws = burn_in // thin + num_draws  # burn-in runs as draws that are dropped
     if draws_per_block is None:
         bytes_per_draw = num_chains * sum(x[0].size * x.dtype.itemsize
                                           for x in jax.tree.leaves(positions))
         cap = max(1, _BLOCK_BYTES // max(bytes_per_draw, 1))
-        draws_per_block = min(cap, max(1, math.ceil(num_draws / _TARGET_BLOCKS)))
-    draws_per_block = min(draws_per_block, num_draws)
+        draws_per_block = _default_draws_per_block(total_draws, cap)
+    draws_per_block = min(draws_per_block, total_draws)
 
     chain_keys = jax.random.split(jax.random.key(seed, impl=_PRNG_IMPLS[prng]), num_chains)
     pairs = jax.vmap(jax.random.split)(chain_keys)
@@ -237,11 +319,18 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
     counters = _Counters(jnp.full(num_chains, init_evals >> 32, jnp.uint32),
                          jnp.full(num_chains, init_evals & 0xFFFFFFFF, jnp.uint32),
                          jnp.full(num_chains, -1, jnp.int32))
-    args = (problem, sampler, states, counters, run_keys, np.int32(0), np.int32(1), np.int32(1))
-    run = _run_block.lower(*args, max_draws=draws_per_block).compile()
+    plan = _block_plan(burn_in, num_draws, thin, trailing, draws_per_block)
+    # Compile up front (and only the programs this plan uses), so that compile_time holds
+    # all compilation and sampling_time none.
+    args = (problem, sampler, states, counters, run_keys, np.int32(0))
+    run_block = run_steps = None
+    if any(static for _, _, static, _ in plan):
+        run_block = _run_block.lower(*args, n_draws=draws_per_block, thin=thin).compile()
+    if not all(static for _, _, static, _ in plan):
+        run_steps = _run_steps.lower(*args, np.int32(1), np.int32(1),
+                                     max_draws=draws_per_block).compile()
     compile_time = time.perf_counter() - t_start
 
-    plan = _block_plan(burn_in, num_draws, thin, trailing, draws_per_block)
     kept: list[dict] = []
     draw_steps: list[np.ndarray] = []
     bar = None
@@ -251,17 +340,22 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
     t_run = time.perf_counter()
     t0 = 0
     try:
-        for n_draws, block_thin, keep in plan:
+        for n_draws, steps, static, drop in plan:
             # NumPy scalars: creating device scalars costs ~0.1 ms each here.
-            states, counters, buf = run(problem, sampler, states, counters, run_keys,
-                                        np.int32(t0), np.int32(n_draws), np.int32(block_thin))
-            if keep:  # slice on the host: an eager device slice costs more than the copy
+            if static:
+                states, counters, buf = run_block(problem, sampler, states, counters,
+                                                  run_keys, np.int32(t0))
+            else:
+                states, counters, buf = run_steps(problem, sampler, states, counters,
+                                                  run_keys, np.int32(t0), np.int32(n_draws),
+                                                  np.int32(steps))
+            if drop < n_draws:  # slice on the host: an eager device slice costs more
                 kept.append(jax.tree.map(
-                    lambda b, n=n_draws: np.swapaxes(np.asarray(b)[:n], 0, 1), buf))
-                draw_steps.append(t0 + block_thin * np.arange(1, n_draws + 1))
-            t0 += n_draws * block_thin
+                    lambda b, n=n_draws, k=drop: np.swapaxes(np.asarray(b)[k:n], 0, 1), buf))
+                draw_steps.append(t0 + steps * np.arange(drop + 1, n_draws + 1))
+            t0 += n_draws * steps
             if bar is not None:
-                bar.update(n_draws * block_thin)
+                bar.update(n_draws * steps)
             bad = np.asarray(counters.bad_step)
             if (bad >= 0).any():
                 chain = int(np.argmin(np.where(bad >= 0, bad, np.iinfo(np.int32).max)))
@@ -277,20 +371,36 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
                      _timed(settings, compile_time, t_run))
 
 
-def _block_plan(burn_in: int, num_draws: int, thin: int, trailing: int,
-                draws_per_block: int) -> list[tuple[int, int, bool]]:
-    """(draws, steps per draw, keep?) for each block: burn-in, then draws, then leftovers.
+def _default_draws_per_block(total_draws: int, cap: int) -> int:
+    """About 1/20 of the draws (burn-in's included) per block, at most ``cap``: if possible a
+    divisor of ``total_draws`` within a factor 2 of that, so that every block is full and
+    one compiled program runs them all (a partial block compiles a second program)."""
+    target = max(1, min(cap, total_draws // _TARGET_BLOCKS))
+    lo, hi = (target + 1) // 2, min(cap, 2 * target)
+    near = [d for i in range(1, math.isqrt(total_draws) + 1) if total_draws % i == 0
+            for d in (i, total_draws // i) if lo <= d <= hi]
+    return min(near, key=lambda d: (abs(math.log(d / target)), -d)) if near else target
 
-    Burn-in and leftover steps run as blocks of one discarded "draw" of many steps, so every
-    block reuses the one compiled program.
+
+def _block_plan(burn_in: int, num_draws: int, thin: int, trailing: int,
+                draws_per_block: int) -> list[tuple[int, int, bool, int]]:
+    """(draws, steps per draw, full block?, leading draws to drop) for each block, in order.
+
+    Burn-in runs as draws at the run's ``thin`` that are dropped on the host, so burn-in
+    blocks are full blocks of the one static-length program (:func:`_run_block`), and a
+    block may hold burn-in draws followed by kept ones. Only the rest runs in the program of
+    traced length (:func:`_run_steps`): the ``burn_in % thin`` steps before those draws, a
+    partial last block, and the steps after the last draw. With ``thin = 1`` that is at most
+    the partial block, which the default block size avoids when it can.
     """
-    steps_per_block = draws_per_block * thin
-    plan = [(1, min(steps_per_block, burn_in - s), False)
-            for s in range(0, burn_in, steps_per_block)]
-    plan += [(min(draws_per_block, num_draws - d), thin, True)
-             for d in range(0, num_draws, draws_per_block)]
+    burn_draws, head = divmod(burn_in, thin)
+    plan = [(1, head, False, 1)] if head else []
+    total = burn_draws + num_draws
+    for d in range(0, total, draws_per_block):
+        n = min(draws_per_block, total - d)
+        plan.append((n, thin, n == draws_per_block, max(0, burn_draws - d)))
     if trailing:
-        plan.append((1, trailing, False))
+        plan.append((1, trailing, False, 1))
     return plan
 
 
@@ -308,7 +418,7 @@ def _assemble(kept, draw_steps, sampler, problem, states, counters, meta,
         steps = np.concatenate(draw_steps)
     else:  # no draw kept yet: empty arrays of the right trailing shapes
         pos = jax.tree.map(lambda x: np.zeros((x.shape[0], 0, *x.shape[1:]), x.dtype),
-                           states.position)
+                           _draw_fn(sampler, jax.vmap)(states))
         cat = {"position": pos, "evals_hi": np.zeros((n, 0), np.uint32),
                "evals_lo": np.zeros((n, 0), np.uint32), "stats": {}}
         steps = np.zeros(0, np.int64)

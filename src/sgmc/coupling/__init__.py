@@ -13,8 +13,15 @@ from .energy import (
            exact_energy,
            minibatch_energy,
 )
-from .replica import ReplicaExchange, ReplicaState, geometric_ladder, replica_exchange, round_trips
+from .replica import (
+           ReplicaExchange,
+           ReplicaState,
+           geometric_ladder,
+           log_swap_ratio,
+           replica_exchange,
+           round_trips,
+)
 
 __all__ = ["CVEnergy", "ExactEnergy", "MinibatchEnergy", "ReplicaExchange", "ReplicaState",
-           "cv_energy", "exact_energy", "geometric_ladder", "minibatch_energy",
+           "cv_energy", "exact_energy", "geometric_ladder", "log_swap_ratio", "minibatch_energy",
            "replica_exchange", "round_trips"]

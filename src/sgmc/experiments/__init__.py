@@ -22,7 +22,8 @@ class Experiment:
 
 def registry() -> dict[str, Experiment]:
     """All experiments by name (imported lazily: each pulls in its own dependencies)."""
-    from . import ewsg_classification, ewsg_gaussian, svrg_hmc
+    from . import ewsg_classification, ewsg_gaussian, svrg_hmc, vr_resgld_mixture
 
-    exps = [*svrg_hmc.EXPERIMENTS, *ewsg_gaussian.EXPERIMENTS, *ewsg_classification.EXPERIMENTS]
+    exps = [*svrg_hmc.EXPERIMENTS, *ewsg_gaussian.EXPERIMENTS, *ewsg_classification.EXPERIMENTS,
+            *vr_resgld_mixture.EXPERIMENTS]
     return {e.name: e for e in exps}
