@@ -137,7 +137,7 @@ class Result:
         import arviz as az
 
         stats = {k: np.asarray(v) for k, v in self.info.items()
-                 if np.ndim(v) == 2 and np.shape(v)[:2] == (self.num_chains, self.num_draws)}
+                 if np.ndim(v) >= 2 and np.shape(v)[:2] == (self.num_chains, self.num_draws)}
         # float64: float32 sums over ~1e6 draws lose digits (numpy reduces strided axes naively).
         posterior = {k: v.astype(np.float64) for k, v in _flat_names(self.samples).items()}
         return az.from_dict(posterior=posterior, sample_stats=stats,
