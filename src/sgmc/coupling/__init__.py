@@ -3,6 +3,7 @@
 :func:`replica_exchange` stacks K replicas of any sampler at a temperature ladder and swaps
 adjacent pairs with the bias-corrected Metropolis rule of reSGLD / VR-reSGLD; the swap test's
 energies come from :func:`minibatch_energy`, :func:`cv_energy` or :func:`exact_energy`.
+With ``rule=greedy_rule(...)`` the same coupling is the GD×LD / SGD×SGLD optimiser.
 """
 
 from .energy import (
@@ -14,14 +15,16 @@ from .energy import (
            minibatch_energy,
 )
 from .replica import (
+           GreedyRule,
            ReplicaExchange,
            ReplicaState,
            geometric_ladder,
+           greedy_rule,
            log_swap_ratio,
            replica_exchange,
            round_trips,
 )
 
-__all__ = ["CVEnergy", "ExactEnergy", "MinibatchEnergy", "ReplicaExchange", "ReplicaState",
-           "cv_energy", "exact_energy", "geometric_ladder", "log_swap_ratio", "minibatch_energy",
-           "replica_exchange", "round_trips"]
+__all__ = ["CVEnergy", "ExactEnergy", "GreedyRule", "MinibatchEnergy", "ReplicaExchange",
+           "ReplicaState", "cv_energy", "exact_energy", "geometric_ladder", "greedy_rule",
+           "log_swap_ratio", "minibatch_energy", "replica_exchange", "round_trips"]

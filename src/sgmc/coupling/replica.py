@@ -38,6 +38,17 @@ extra replica axis after the draw axis). ``res.info`` gains ``swaps`` and ``swap
 per pair (counts per draw interval), ``energy_variance`` (σ̂² per pair) and
 ``replica_labels`` (which chain each slot holds; round trips follow from it).
 Gradient-evaluation counts include energy evaluations, anchor passes and replicates.
+
+**Exchange rules.** The Metropolis test above is the default rule (``rule=None``). The same
+coupling with :class:`GreedyRule` is GD×LD / SGD×SGLD (Dong & Tong, Alg. 1–2; ALGORITHMS.md
+§4), the singular limit of replica exchange when the cold replica's temperature → 0: two
+replicas, X at τ = 0 (gradient descent) and Y at τ = γ (Langevin), both stepped by the same
+``vmap``-ed transition on the same minibatch; then, if F̂(Y) < F̂(X) − t0, they swap
+(X, Y) ← (Y, X) or, ``copy=True`` (nGD×LD), (X, Y) ← (Y, Y). F̂ is the exact objective when
+``batch_size`` is None, else a minibatch mean on a batch drawn independently of the gradient
+batch; with ``bound`` M_v no exchange happens unless ‖X‖, ‖Y‖ ≤ M_v. With ``box=(lo, hi)``
+both replicas are projected (clipped coordinatewise) onto the box after the dynamics step,
+before the comparison. No σ̂² is measured under this rule.
 """
 
 from __future__ import annotations
@@ -53,11 +64,11 @@ from .. import _validate as check
 from .._pytree import pytree_dataclass, replace, static
 from ..dynamics import StepParams
 from ..sampler import Sampler
-from ..schedules import Schedule, as_schedule
+from ..schedules import Constant, Schedule, as_schedule
 from .energy import CVEnergy, MinibatchEnergy, minibatch_energy
 
-__all__ = ["ReplicaExchange", "ReplicaState", "geometric_ladder", "log_swap_ratio",
-           "replica_exchange", "round_trips"]
+__all__ = ["GreedyRule", "ReplicaExchange", "ReplicaState", "geometric_ladder",
+           "greedy_rule", "log_swap_ratio", "replica_exchange", "round_trips"]
 
 SCHEDULES = ("even_odd", "stochastic")
 OUTPUTS = ("coldest", "all")
@@ -95,6 +106,7 @@ class ReplicaExchange:
     num_replicates: int = static(10)
     output: str = static("coldest")
     name: str = static("replica_exchange")
+    rule: Any = None
 
     @property
     def num_replicas(self) -> int:
@@ -144,6 +156,10 @@ class ReplicaExchange:
         return k * (self.sampler.init_evals(problem) + self.energy.init_evals(problem))
 
     def check(self, problem, position, num_chains: int = 1) -> None:
+        if self.rule is not None:
+            self.sampler.check(problem, position, num_chains * self.num_replicas)
+            self.rule.check(problem)
+            return
         if not problem.has_data:
             raise ValueError("replica exchange with minibatch energies needs a problem with "
                              "data; use a sampler without coupling for data-free problems")
@@ -215,6 +231,8 @@ class ReplicaExchange:
         k_var, k_batch, k_dyn, k_swap = jax.random.split(key, 4)
         params = self.params(t)
         zero = jnp.int32(0)
+        if self.rule is not None:
+            return self._greedy_step(problem, state, k_batch, k_dyn, k_swap, params)
 
         small = (state.dyn.position, state.energy, state.variance, state.measured)
 
@@ -259,6 +277,101 @@ class ReplicaExchange:
         return state, info
 
 
+    def _greedy_step(self, problem, state: ReplicaState, k_batch, k_dyn, k_swap, params):
+        """The same vmap-ed dynamics step, then the greedy exchange of :class:`GreedyRule`."""
+        k = self.num_replicas
+        batch, batch_state = self.sampler.batcher.draw(state.batch, k_batch, problem.num_data)
+        step_one = jax.vmap(self.sampler.transition,
+                            in_axes=(None, 0, None, 0, StepParams(0, 0, None)))
+        dyn, n_dyn = step_one(problem, state.dyn, batch, jax.random.split(k_dyn, k), params)
+        pos = self.rule.project(dyn.position)
+        perm, acc, n_ex = self.rule.exchange(problem, pos, k_swap)
+        take = lambda x: x[perm]
+        dyn = dyn._replace(position=jax.tree.map(take, pos))
+        state = state._replace(dyn=dyn, batch=batch_state,
+                               energy=jax.tree.map(take, state.energy),
+                               labels=state.labels[perm])
+        info = {"grad_evals": jnp.sum(n_dyn) + n_ex,
+                "swaps": acc.astype(jnp.float32)[None],
+                "swap_attempts": jnp.ones(1, jnp.float32),
+                "energy_variance": state.variance,
+                "replica_labels": state.labels.astype(jnp.float32)}
+        return state, info
+
+
+@pytree_dataclass
+class GreedyRule:
+    """The GD×LD / SGD×SGLD exchange (Dong & Tong, Alg. 1–2); see the module docstring and
+    :func:`greedy_rule`."""
+
+    threshold: Any
+    bound: Any = None
+    copy: bool = static(False)
+    batch_size: int | None = static(None)
+    box: tuple | None = static(None)
+
+    def check(self, problem) -> None:
+        if self.batch_size is not None:
+            if not problem.has_data:
+                raise ValueError("the greedy rule's batch_size must be None for an objective "
+                                 f"without data (got batch_size={self.batch_size})")
+            check.integer("batch_size", self.batch_size, lo=1, hi=problem.num_data)
+
+    def project(self, position):
+        """Clip onto the box (identity without one)."""
+        if self.box is None:
+            return position
+        lo, hi = self.box
+        return jax.tree.map(lambda x: jnp.clip(x, lo, hi), position)
+
+    def values(self, problem, position, key):
+        """F̂ per replica (exact, or a minibatch mean on one fresh batch) and the evals."""
+        if self.batch_size is None:
+            fn = problem.full_energy if problem.has_data else problem.exact_energy
+            return jax.vmap(fn)(position), 2 * max(problem.num_data, 1)
+        idx = jax.random.randint(key, (self.batch_size,), 0, problem.num_data, dtype=jnp.int32)
+        u = jax.vmap(lambda th: problem.estimate_energy(th, idx))(position)
+        return u, 2 * self.batch_size
+
+    def exchange(self, problem, position, key):
+        """(perm over the two slots, exchanged?, evals): X is slot 0, Y slot 1."""
+        u, evals = self.values(problem, position, key)
+        accept = u[1] < u[0] - self.threshold
+        if self.bound is not None:
+            norms = jax.vmap(lambda th: jnp.sqrt(sum(
+                jnp.sum(jnp.square(x)) for x in jax.tree.leaves(th))))(position)
+            accept = accept & jnp.all(norms <= self.bound)
+        moved = jnp.array([1, 1] if self.copy else [1, 0], jnp.int32)
+        perm = jnp.where(accept, moved, jnp.arange(2, dtype=jnp.int32))
+        return perm, accept, jnp.asarray(evals, jnp.int32)
+
+
+def greedy_rule(threshold: float = 0.0, copy: bool = False, bound: float | None = None,
+                batch_size: int | None = None, box=None) -> GreedyRule:
+    """The greedy GD×LD exchange rule for :func:`replica_exchange` (``rule=``).
+
+    Args:
+        threshold: t0 ≥ 0; exchange when F̂(Y) < F̂(X) − t0.
+        copy: False swaps (GD×LD), True copies Y onto X (nGD×LD).
+        bound: M_v > 0 or None; no exchange unless ‖X‖, ‖Y‖ ≤ M_v.
+        batch_size: size of the comparison minibatch (None: the exact objective).
+        box: optional (lo, hi) with lo < hi: both replicas are clipped onto [lo, hi]^d.
+    """
+    t0 = check.nonnegative("threshold", threshold)
+    if bound is not None:
+        bound = check.positive("bound", bound)
+    if batch_size is not None:
+        batch_size = check.integer("batch_size", batch_size, lo=1)
+    if box is not None:
+        if len(box) != 2:
+            raise ValueError(f"box must be a pair (lo, hi), got {box!r}")
+        lo, hi = check.real("box lo", box[0]), check.real("box hi", box[1])
+        if not lo < hi:
+            raise ValueError(f"box must satisfy lo < hi, got {box!r}")
+        box = (lo, hi)
+    return GreedyRule(t0, bound, bool(copy), batch_size, box)
+
+
 def log_swap_ratio(a, diff, variance, correction):
     """log S = a·(ΔŨ − a σ̂²/(2F)) with ΔŨ = Ũ_low − Ũ_high, a = 1/τ_low − 1/τ_high: with
     ΔŨ ~ N(D, σ²) and σ̂² = σ², E[S] = exp(aD) exactly when F = 1."""
@@ -279,7 +392,7 @@ def replica_exchange(sampler: Sampler, temperatures, step_sizes=None, correction
                      energy: MinibatchEnergy | CVEnergy | None = None, swap_every: int = 1,
                      schedule: str = "even_odd", variance_period: int | None = None,
                      smoothing: float = 0.3, num_replicates: int = 10,
-                     output: str = "coldest") -> ReplicaExchange:
+                     output: str = "coldest", rule: GreedyRule | None = None) -> ReplicaExchange:
     """Replica exchange with bias-corrected swaps (reSGLD / VR-reSGLD, Alg. 1–2); the rule and
     its conventions are in the module docstring.
 
@@ -300,15 +413,31 @@ def replica_exchange(sampler: Sampler, temperatures, step_sizes=None, correction
         smoothing: γ ∈ (0, 1], the stochastic-approximation weight of a new σ̃².
         num_replicates: independent minibatches per σ̃² measurement, ≥ 2.
         output: ``"coldest"`` (draws of replica 1) or ``"all"`` (every replica).
+        rule: None (the Metropolis rule above) or :func:`greedy_rule` (GD×LD, SGD×SGLD:
+            exactly two replicas, temperatures 0 ≤ τ_1 ≤ τ_2; the energy, correction and
+            variance settings are then unused).
     """
     if not isinstance(sampler, Sampler):
         raise TypeError("sampler must be an sgmc sampler such as sgmc.sgld(...), got "
                         f"{type(sampler).__name__}")
     if isinstance(temperatures, (int, float)) or len(temperatures) < 2:
         raise ValueError("temperatures must list at least 2 values (τ_1 < … < τ_K)")
-    temps = tuple(as_schedule(v, "temperatures") for v in temperatures)
-    start = [float(s(0)) for s in temps]
-    if any(b <= a for a, b in itertools.pairwise(start)):
+    if rule is not None and not isinstance(rule, GreedyRule):
+        raise TypeError(f"rule must be None or sgmc.coupling.greedy_rule(...), got "
+                        f"{type(rule).__name__}")
+    if rule is not None:
+        if len(temperatures) != 2:
+            raise ValueError("the greedy rule couples exactly 2 replicas (X at temperature 0, "
+                             f"Y at γ); got {len(temperatures)} temperatures")
+        temps = tuple(v if isinstance(v, Schedule) else Constant(check.nonnegative(
+            "temperature", v)) for v in temperatures)
+        start = [float(s(0)) for s in temps]
+        if min(start) < 0 or start[1] < start[0]:
+            raise ValueError(f"temperatures must satisfy 0 ≤ τ_1 ≤ τ_2, got {start}")
+    else:
+        temps = tuple(as_schedule(v, "temperatures") for v in temperatures)
+        start = [float(s(0)) for s in temps]
+    if rule is None and any(b <= a for a, b in itertools.pairwise(start)):
         raise ValueError(f"temperatures must be strictly increasing, got {start}")
     k = len(temps)
     if step_sizes is None:
@@ -336,8 +465,9 @@ def replica_exchange(sampler: Sampler, temperatures, step_sizes=None, correction
     if sampler.estimator.needs_temperature and min(start) <= 0:
         raise ValueError("temperatures must be > 0 with this estimator")
     base = replace(sampler, temperature=1.0)
+    name = f"re{sampler.name}" if rule is None else "gd_x_ld"
     return ReplicaExchange(base, temps, steps, energy, f, gamma, every, schedule, period, reps,
-                           output, f"re{sampler.name}")
+                           output, name, rule)
 
 
 def round_trips(labels: np.ndarray) -> np.ndarray:

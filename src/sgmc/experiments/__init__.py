@@ -22,8 +22,16 @@ class Experiment:
 
 def registry() -> dict[str, Experiment]:
     """All experiments by name (imported lazily: each pulls in its own dependencies)."""
-    from . import ewsg_classification, ewsg_gaussian, svrg_hmc, vr_resgld_mixture
+    from . import (
+        ewsg_classification,
+        ewsg_gaussian,
+        gdxld,
+        svrg_hmc,
+        vr_resghmc_classifier,
+        vr_resgld_mixture,
+    )
 
     exps = [*svrg_hmc.EXPERIMENTS, *ewsg_gaussian.EXPERIMENTS, *ewsg_classification.EXPERIMENTS,
-            *vr_resgld_mixture.EXPERIMENTS]
+            *vr_resgld_mixture.EXPERIMENTS, *vr_resghmc_classifier.EXPERIMENTS,
+            *gdxld.EXPERIMENTS]
     return {e.name: e for e in exps}

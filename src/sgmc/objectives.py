@@ -1,0 +1,174 @@
+"""Test functions of the replica-exchange optimisation paper (Dong & Tong, Sec. 3;
+ALGORITHMS.md §4): the 25-well Gaussian mixture, its online-KDE version, Rastrigin and
+Griewank.
+
+Each plain test function is a callable ``f(x) -> scalar`` (JAX-traceable) that
+:func:`sgmc.minimize` accepts directly; :meth:`GaussianWells.objective` and
+:func:`kde_wells` give :class:`sgmc.Objective` instances (the KDE one data-dependent, so
+SGD×SGLD can subsample it).
+
+>>> wells = sgmc.objectives.gaussian_wells(seed=0)            # doctest: +SKIP
+>>> x_star, f_star = wells.global_minimum()                   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from . import _validate as check
+from .problem import Objective
+
+__all__ = ["GaussianWells", "gaussian_wells", "griewank", "kde_wells", "rastrigin",
+           "wells_regulariser"]
+
+WELL_VARIANCE = 0.1
+KDE_BANDWIDTH = 0.12
+
+
+def wells_regulariser(x):
+    """Σ_coords (x+1)² 1{x<−1} + (x−5)² 1{x>5}: keeps the iterates near [−1, 5]^d."""
+    x = jnp.asarray(x)
+    return jnp.sum(jnp.where(x < -1.0, (x + 1.0) ** 2, 0.0)
+                   + jnp.where(x > 5.0, (x - 5.0) ** 2, 0.0))
+
+
+def _vector(x, dim: int | None = None):
+    """x as a JAX vector; a wrong shape raises (so stacks of points are never mistaken for
+    one point)."""
+    x = jnp.asarray(x)
+    if x.ndim != 1 or (dim is not None and x.shape[0] != dim):
+        want = f"({dim},)" if dim is not None else "(d,)"
+        raise ValueError(f"x must be one point of shape {want}, got shape {x.shape}")
+    return x
+
+
+def _np_regulariser(x):
+    return (np.sum(np.where(x < -1.0, (x + 1.0) ** 2, 0.0), axis=-1)
+            + np.sum(np.where(x > 5.0, (x - 5.0) ** 2, 0.0), axis=-1))
+
+
+class GaussianWells:
+    """F(x) = −Σ_i w_i N(x; m_i, s·I) + regulariser, in 2 dimensions.
+
+    Centres m_i on the grid {0, …, 4}², s = 0.1, weights w_i uniform on (0, 1) from a seeded
+    generator and normalised to sum to 1 (a proper mixture density, as the paper's
+    F(x*) = −0.168 implies). Calling the object evaluates F (JAX-traceable).
+    """
+
+    def __init__(self, weights, centers, variance: float = WELL_VARIANCE):
+        self.weights = np.asarray(weights, np.float64)
+        self.centers = np.asarray(centers, np.float64)
+        self.variance = float(variance)
+        self._minimum = None
+        self._objective = None
+
+    def __repr__(self) -> str:
+        return f"GaussianWells({len(self.weights)} wells, variance={self.variance})"
+
+    def density(self, x):
+        """The mixture density Σ_i w_i N(x; m_i, s·I) (JAX)."""
+        x = _vector(x, 2)
+        d2 = jnp.sum((x[None, :] - jnp.asarray(self.centers, x.dtype)) ** 2, axis=-1)
+        norm = 1.0 / (2.0 * jnp.pi * self.variance)
+        return jnp.sum(jnp.asarray(self.weights, x.dtype) * norm
+                       * jnp.exp(-d2 / (2.0 * self.variance)))
+
+    def __call__(self, x):
+        return -self.density(x) + wells_regulariser(x)
+
+    def objective(self) -> Objective:
+        """This function as a data-free :class:`sgmc.Objective`."""
+        if self._objective is None:
+            self._objective = Objective(self)
+        return self._objective
+
+    def numpy_value(self, x: np.ndarray) -> np.ndarray:
+        """F at points ``x`` (..., 2) in float64 NumPy."""
+        x = np.asarray(x, np.float64)
+        d2 = np.sum((x[..., None, :] - self.centers) ** 2, axis=-1)
+        dens = np.sum(self.weights * np.exp(-d2 / (2 * self.variance)), axis=-1)
+        return -dens / (2 * np.pi * self.variance) + _np_regulariser(x)
+
+    def _numpy_grad(self, x: np.ndarray) -> np.ndarray:
+        diff = x[None, :] - self.centers
+        w = self.weights * np.exp(-np.sum(diff ** 2, -1) / (2 * self.variance))
+        w = w / (2 * np.pi * self.variance)
+        g = np.sum(w[:, None] * diff, axis=0) / self.variance
+        g += np.where(x < -1, 2 * (x + 1), 0.0) + np.where(x > 5, 2 * (x - 5), 0.0)
+        return g
+
+    def global_minimum(self, grid_step: float = 0.005) -> tuple[np.ndarray, float]:
+        """(x*, F(x*)): the best point of a grid on [−1, 5]² with spacing ``grid_step``,
+        refined by gradient descent in float64 (cached for the default spacing)."""
+        if self._minimum is not None and grid_step == 0.005:
+            return self._minimum
+        axis = np.arange(-1.0, 5.0 + grid_step / 2, grid_step)
+        best, best_x = np.inf, None
+        for row in axis:                     # one row at a time: O(len(axis)·25) memory
+            pts = np.stack([np.full_like(axis, row), axis], axis=-1)
+            vals = self.numpy_value(pts)
+            i = int(np.argmin(vals))
+            if vals[i] < best:
+                best, best_x = float(vals[i]), pts[i].copy()
+        x = best_x
+        for _ in range(20_000):              # curvature at a well ≈ w/(2π s²) ≲ 2
+            g = self._numpy_grad(x)
+            x = x - 0.2 * g
+            if np.max(np.abs(g)) < 1e-13:
+                break
+        out = (x, float(self.numpy_value(x)))
+        if grid_step == 0.005:
+            self._minimum = out
+        return out
+
+    def sample(self, num: int, seed: int = 0) -> np.ndarray:
+        """``num`` draws from the mixture density (seeded)."""
+        rng = np.random.default_rng(seed)
+        comp = rng.choice(len(self.weights), size=num, p=self.weights)
+        return self.centers[comp] + np.sqrt(self.variance) * rng.standard_normal((num, 2))
+
+
+def gaussian_wells(seed: int = 0) -> GaussianWells:
+    """The paper's 25-well objective with weights drawn from ``np.random.default_rng(seed)``
+    (uniform on (0, 1), normalised to sum to 1)."""
+    seed = check.integer("seed", seed, lo=0)
+    weights = np.random.default_rng(seed).uniform(size=25)
+    weights = weights / weights.sum()
+    grid = np.arange(5.0)
+    centers = np.stack(np.meshgrid(grid, grid, indexing="ij"), axis=-1).reshape(-1, 2)
+    return GaussianWells(weights, centers)
+
+
+def kde_wells(wells: GaussianWells, num_samples: int = 10_000, bandwidth: float = KDE_BANDWIDTH,
+              seed: int = 0) -> Objective:
+    """The online-KDE objective: F(x) = −(1/N) Σ_j K_σ(x − s_j) + regulariser with s_j drawn
+    from the wells' mixture and K_σ the 2-d Gaussian kernel of bandwidth σ, as a
+    data-dependent :class:`sgmc.Objective` (the regulariser is inside every datum's term, so
+    minibatch means stay unbiased)."""
+    if not isinstance(wells, GaussianWells):
+        raise TypeError(f"wells must be a GaussianWells, got {type(wells).__name__}")
+    n = check.integer("num_samples", num_samples, lo=1)
+    sigma = check.positive("bandwidth", bandwidth)
+    samples = wells.sample(n, seed).astype(np.float32)
+    var = sigma * sigma
+
+    def f(x, s):
+        x = _vector(x, 2)
+        d2 = jnp.sum((x - s) ** 2)
+        return -jnp.exp(-d2 / (2.0 * var)) / (2.0 * jnp.pi * var) + wells_regulariser(x)
+
+    return Objective(f, data=samples)
+
+
+def rastrigin(x):
+    """10 d + Σ_i (x_i² − 10 cos 2π x_i); global minimum 0 at x = 0."""
+    x = _vector(x)
+    return 10.0 * x.shape[-1] + jnp.sum(x ** 2 - 10.0 * jnp.cos(2.0 * jnp.pi * x))
+
+
+def griewank(x):
+    """1 + Σ_i x_i²/4000 − Π_i cos(x_i/√i); global minimum 0 at x = 0."""
+    x = _vector(x)
+    i = jnp.arange(1, x.shape[-1] + 1, dtype=x.dtype)
+    return 1.0 + jnp.sum(x ** 2) / 4000.0 - jnp.prod(jnp.cos(x / jnp.sqrt(i)))

@@ -1,0 +1,334 @@
+"""Global optimisation by replica exchange: GD×LD, SGD×SGLD and baselines (Dong & Tong;
+ALGORITHMS.md §4).
+
+A method is a coupling (or a single sampler) from the sampling side: GD×LD is
+:func:`sgmc.replica_exchange` over ``sgmc.sgld`` with temperatures (0, γ) and the greedy
+exchange rule (:func:`sgmc.coupling.greedy_rule`) — the same mechanism as replica-exchange
+Langevin, with a different rule. The baselines are one ``sgmc.sgld`` chain at temperature 0
+(GD/SGD) or γ (LD/SGLD).
+
+:func:`minimize` runs ``num_replications`` independent replications with ``vmap`` inside one
+compiled ``lax.scan`` (no Python work per step) and records F at the output iterate X (the
+τ = 0 replica, or the single chain) every ``record_every`` steps.
+
+**Box constraints** (``bounds=(lo, hi)``): projection — every coordinate is clipped onto
+[lo, hi] after each dynamics step (and, for GD×LD, before the exchange test).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _validate as check
+from ._pytree import replace
+from .coupling.replica import ReplicaExchange, greedy_rule, replica_exchange
+from .problem import Objective, Problem
+from .sampler import sgld
+
+__all__ = ["Method", "OptimizeResult", "gd", "gd_x_ld", "ld", "minimize", "sgd", "sgd_x_sgld",
+           "sgld_opt"]
+
+INIT_AXES = ("auto", "none", "replica", "replication", "both")
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """An optimisation method: a coupling (two replicas) or a sampler (one chain)."""
+
+    name: str
+    coupling: Any
+
+    @property
+    def num_replicas(self) -> int:
+        return self.coupling.num_replicas if isinstance(self.coupling, ReplicaExchange) else 1
+
+    def with_box(self, box) -> Method:
+        if box is None or not isinstance(self.coupling, ReplicaExchange):
+            return self
+        rule = replace(self.coupling.rule, box=box)
+        return Method(self.name, replace(self.coupling, rule=rule))
+
+
+def _swap_flag(swap) -> bool:
+    if not isinstance(swap, (bool, np.bool_)):
+        raise TypeError(f"swap must be True or False, got {swap!r}")
+    return bool(swap)
+
+
+def gd_x_ld(step_size: float, temperature: float, threshold: float = 0.0,
+            swap: bool = True) -> Method:
+    """GD×LD (Alg. 1): X ← X − h∇F(X), Y ← Y − h∇F(Y) + sqrt(2γh) ξ; if F(Y) < F(X) − t0 then
+    swap (X, Y) ← (Y, X), or with ``swap=False`` (nGD×LD) copy (X, Y) ← (Y, Y). Output X.
+
+    Args:
+        step_size: h > 0 (shared by both replicas).
+        temperature: γ ≥ 0, the Langevin replica's temperature (γ = 0: two gradient descents).
+        threshold: t0 ≥ 0.
+        swap: True for GD×LD, False for nGD×LD.
+    """
+    copy = not _swap_flag(swap)
+    base = sgld(step_size, None, 0.0)
+    gamma = check.nonnegative("temperature", temperature)
+    rule = greedy_rule(threshold, copy=copy)
+    name = "gd_x_ld" if not copy else "ngd_x_ld"
+    return Method(name, replica_exchange(base, [0.0, gamma], rule=rule))
+
+
+def sgd_x_sgld(step_size: float, temperature: float, batch_size: int, threshold: float,
+               bound: float, swap: bool = True) -> Method:
+    """SGD×SGLD (Alg. 2): GD×LD with minibatch-mean gradients (batch size Θ) and an
+    independent minibatch of size Θ for the comparison F̂(Y) < F̂(X) − t0; no exchange unless
+    ‖X‖, ‖Y‖ ≤ M_v (``bound``). ``swap=False`` copies instead of swapping.
+
+    Args:
+        step_size: h > 0.
+        temperature: γ ≥ 0.
+        batch_size: Θ ≥ 1 (at most the number of data).
+        threshold: t0 ≥ 0 (the paper takes t0 > 0 to absorb the minibatch noise).
+        bound: M_v > 0.
+        swap: True for SGD×SGLD, False for nSGD×SGLD.
+    """
+    copy = not _swap_flag(swap)
+    b = check.integer("batch_size", batch_size, lo=1)
+    base = sgld(step_size, b, 0.0)
+    gamma = check.nonnegative("temperature", temperature)
+    rule = greedy_rule(threshold, copy=copy, bound=bound, batch_size=b)
+    name = "sgd_x_sgld" if not copy else "nsgd_x_sgld"
+    return Method(name, replica_exchange(base, [0.0, gamma], rule=rule))
+
+
+def gd(step_size: float) -> Method:
+    """Gradient descent X ← X − h∇F(X) (the τ = 0 replica alone)."""
+    return Method("gd", sgld(step_size, None, 0.0))
+
+
+def ld(step_size: float, temperature: float) -> Method:
+    """Langevin dynamics X ← X − h∇F(X) + sqrt(2γh) ξ (the τ = γ replica alone)."""
+    return Method("ld", sgld(step_size, None, check.nonnegative("temperature", temperature)))
+
+
+def sgd(step_size: float, batch_size: int) -> Method:
+    """Stochastic gradient descent with minibatch-mean gradients."""
+    return Method("sgd", sgld(step_size, check.integer("batch_size", batch_size, lo=1), 0.0))
+
+
+def sgld_opt(step_size: float, temperature: float, batch_size: int) -> Method:
+    """SGLD used as an optimiser (the SGD×SGLD paper's baseline)."""
+    return Method("sgld", sgld(step_size, check.integer("batch_size", batch_size, lo=1),
+                               check.nonnegative("temperature", temperature)))
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizeResult:
+    """What :func:`minimize` returns (NumPy arrays, leading axis = replication).
+
+    Attributes:
+        x: the output iterate X_N per replication.
+        value: F(X_N).
+        trace: F(X_n) at n = ``trace_steps`` (R, T).
+        trace_steps: the step counts n of the trace columns (1-based: after n steps).
+        best_x, best_value: the best X and F among the start and the recorded points.
+        exchanges: number of exchanges per replication (0 for single-chain methods).
+        replicas: final positions of every replica (R, K, ...) for coupled methods, else None.
+        path: X at ``trace_steps`` (R, T, ...) if ``record_path=True``, else None.
+        grad_evals: per-example gradient (and function) evaluations per replication.
+    """
+
+    x: np.ndarray
+    value: np.ndarray
+    trace: np.ndarray
+    trace_steps: np.ndarray
+    best_x: np.ndarray
+    best_value: np.ndarray
+    exchanges: np.ndarray
+    replicas: np.ndarray | None
+    path: np.ndarray | None
+    grad_evals: np.ndarray
+    method: str
+    num_steps: int
+    wall_time: float
+
+    def __repr__(self) -> str:
+        return (f"OptimizeResult(method={self.method!r}, replications={len(self.value)}, "
+                f"steps={self.num_steps}, mean value={float(np.mean(self.value)):.6g}, "
+                f"best={float(np.min(self.best_value)):.6g}, "
+                f"mean exchanges={float(np.mean(self.exchanges)):.3g})")
+
+
+def _as_problem(objective) -> Problem:
+    if isinstance(objective, Problem):
+        if not isinstance(objective, Objective):
+            raise TypeError("objective must be an sgmc.Objective or a function f(x) -> scalar, "
+                            f"got {type(objective).__name__}")
+        return objective
+    if callable(objective):
+        return Objective(objective)
+    raise TypeError("objective must be an sgmc.Objective or a function f(x) -> scalar, got "
+                    f"{type(objective).__name__}")
+
+
+def _is_point(problem, x) -> bool:
+    try:
+        problem.check_params(jnp.asarray(x))
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def _stack_init(problem, init, k: int, r: int, axes: str) -> np.ndarray:
+    """init as (R, K, ...) (K > 1) or (R, ...) (K = 1)."""
+    x = np.asarray(init, np.float32) if not isinstance(init, jax.Array) else np.asarray(init)
+    if not np.issubdtype(x.dtype, np.floating):
+        x = x.astype(np.float32)
+    if not np.all(np.isfinite(x)):
+        raise ValueError("init must be finite (it contains NaN or inf)")
+    if axes == "auto":
+        if x.ndim == 0 or _is_point(problem, x):
+            axes = "none"
+        elif k > 1 and x.shape[0] == k and _is_point(problem, x[0]):
+            axes = "replica"
+        elif x.shape[0] == r and _is_point(problem, x[0]):
+            axes = "replication"
+        elif k > 1 and x.ndim >= 2 and x.shape[:2] == (r, k) and _is_point(problem, x[0, 0]):
+            axes = "both"
+        else:
+            raise ValueError(f"init of shape {x.shape} is neither a point the objective accepts "
+                             f"nor a stack of {k} (replicas) or {r} (replications) points")
+    lead = {"none": (), "replica": (k,), "replication": (r,), "both": (r, k)}[axes]
+    if k == 1 and axes in ("replica", "both"):
+        raise ValueError(f"init_axes={axes!r} needs a method with several replicas")
+    if x.shape[:len(lead)] != lead:
+        raise ValueError(f"init must have leading axes {lead} for init_axes={axes!r}, "
+                         f"got shape {x.shape}")
+    point = x[(0,) * len(lead)]
+    problem.check_params(jnp.asarray(point))
+    if axes in ("none", "replica"):
+        x = np.broadcast_to(x, (r, *x.shape))
+    if k > 1 and axes in ("none", "replication"):
+        x = np.broadcast_to(x[:, None], (r, k, *x.shape[1:]))
+    return np.ascontiguousarray(x)
+
+
+def _value_fn(problem):
+    return problem.full_energy if problem.has_data else problem.exact_energy
+
+
+def _run(coupling, problem, x0, keys, num_steps: int, record_every: int, box,
+         record_path: bool):
+    replicated = isinstance(coupling, ReplicaExchange)
+    value = _value_fn(problem)
+    n_blocks = num_steps // record_every
+
+    def output(state):
+        pos = state.dyn.position
+        return pos[0] if replicated else pos
+
+    def one(x0, key):
+        k_init, k_run = jax.random.split(key)
+        if replicated:
+            state = coupling.init(problem, x0[0], k_init)
+            state = state._replace(dyn=state.dyn._replace(position=x0))
+        else:
+            state = coupling.init(problem, x0, k_init)
+
+        def step(carry, t):
+            state, n_ex, n_eval = carry
+            state, info = coupling.step(problem, state, jax.random.fold_in(k_run, t), t)
+            if box is not None and not replicated:
+                pos = jnp.clip(state.dyn.position, box[0], box[1])
+                state = state._replace(dyn=state.dyn._replace(position=pos))
+            if replicated:
+                n_ex = n_ex + jnp.sum(info["swaps"]).astype(jnp.int32)
+            return (state, n_ex, n_eval + info["grad_evals"].astype(jnp.float32)), None
+
+        def block(carry, b):
+            inner, (best_v, best_x) = carry
+            inner, _ = jax.lax.scan(step, inner, b * record_every + jnp.arange(record_every))
+            x = output(inner[0])
+            v = value(x)
+            better = v < best_v            # NaN never counts as better
+            best = (jnp.where(better, v, best_v), jnp.where(better, x, best_x))
+            return (inner, best), (v, x if record_path else None)
+
+        start = x0[0] if replicated else x0
+        carry = ((state, jnp.int32(0), jnp.float32(0)), (value(start), start))
+        ((state, n_ex, n_eval), (best_v, best_x)), (trace, path) = jax.lax.scan(
+            block, carry, jnp.arange(n_blocks))
+        x = output(state)
+        return x, state.dyn.position, trace[-1], trace, path, best_v, best_x, n_ex, n_eval
+
+    return jax.vmap(one)(x0, keys)
+
+
+_compiled = jax.jit(_run, static_argnums=(4, 5, 6, 7))
+
+
+def minimize(objective, method: Method, init, num_steps: int, num_replications: int = 1,
+             seed: int = 0, *, bounds=None, record_every: int = 1, record_path: bool = False,
+             init_axes: str = "auto") -> OptimizeResult:
+    """Minimise ``objective`` with ``method`` over vectorised independent replications.
+
+    Args:
+        objective: an :class:`sgmc.Objective` (data-dependent ones can be subsampled by
+            SGD×SGLD) or a plain function ``f(x) -> scalar`` of an array x.
+        method: :func:`gd_x_ld`, :func:`sgd_x_sgld`, :func:`gd`, :func:`ld`, :func:`sgd` or
+            :func:`sgld_opt`.
+        init: one point for every replica and replication; or, for two-replica methods, the
+            replicas' points stacked on a leading axis (X0, Y0); or one per replication, or
+            (replication, replica) stacked — see ``init_axes``.
+        num_steps: iterations N ≥ 1.
+        num_replications: independent replications R ≥ 1 (independent noise and batches).
+        seed: integer seed.
+        bounds: optional box (lo, hi): coordinates are projected (clipped) onto [lo, hi].
+        record_every: the trace records F(X_n) every this many steps; must divide num_steps.
+        record_path: also keep X at the trace points (``res.path``).
+        init_axes: ``"auto"`` (a point, else a stack over replicas, else over replications,
+            else both), or explicitly ``"none"``, ``"replica"``, ``"replication"``, ``"both"``
+            — use the explicit form for functions that also accept batches of points.
+    """
+    if not isinstance(method, Method):
+        raise TypeError("method must be an sgmc optimiser such as sgmc.gd_x_ld(...), got "
+                        f"{type(method).__name__}")
+    problem = _as_problem(objective)
+    steps = check.integer("num_steps", num_steps, lo=1)
+    reps = check.integer("num_replications", num_replications, lo=1)
+    seed = check.integer("seed", seed, lo=0)
+    every = check.integer("record_every", record_every, lo=1, hi=steps)
+    if steps % every:
+        raise ValueError(f"record_every must divide num_steps, got record_every={every}, "
+                         f"num_steps={steps}")
+    check.choice("init_axes", init_axes, INIT_AXES)
+    box = None
+    if bounds is not None:
+        if len(bounds) != 2:
+            raise ValueError(f"bounds must be a pair (lo, hi), got {bounds!r}")
+        lo, hi = check.real("bounds lo", bounds[0]), check.real("bounds hi", bounds[1])
+        if not lo < hi:
+            raise ValueError(f"bounds must satisfy lo < hi, got {bounds!r}")
+        box = (lo, hi)
+    k = method.num_replicas
+    x0 = _stack_init(problem, init, k, reps, init_axes)
+    if box is not None and (np.any(x0 < box[0]) or np.any(x0 > box[1])):
+        raise ValueError(f"init must lie inside bounds {box}")
+    method = method.with_box(box)
+    point = x0[0, 0] if k > 1 else x0[0]
+    method.coupling.check(problem, jnp.asarray(point), reps)
+    keys = jax.random.split(jax.random.key(seed), reps)
+    start = time.perf_counter()
+    out = _compiled(method.coupling, problem, jnp.asarray(x0), keys, steps, every, box,
+                    bool(record_path))
+    x, replicas, value, trace, path, best_v, best_x, n_ex, n_eval = jax.block_until_ready(out)
+    wall = time.perf_counter() - start
+    return OptimizeResult(
+        x=np.asarray(x), value=np.asarray(value), trace=np.asarray(trace),
+        trace_steps=every * np.arange(1, steps // every + 1), best_x=np.asarray(best_x),
+        best_value=np.asarray(best_v), exchanges=np.asarray(n_ex),
+        replicas=np.asarray(replicas) if k > 1 else None,
+        path=np.asarray(path) if record_path else None,
+        grad_evals=np.asarray(n_eval), method=method.name, num_steps=steps, wall_time=wall)
