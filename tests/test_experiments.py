@@ -160,8 +160,11 @@ def test_gdxld_quick(tmp_path, capsys, name):
                  "--json", str(out_json)]) == 0
     assert "paper:" in capsys.readouterr().out
     result = json.loads(out_json.read_text())
+    for path in result["figures"]:
+        assert (tmp_path / path.split("/")[-1]).exists()
     if name == "gdxld-benchmarks":
         assert all(r["reached"] >= 1 for r in result["rows"])
+        assert result["figures"]
         return
     rows = result["rows"]
     coupled, single = (("GDxLD", "GD") if name == "gdxld-wells" else ("SGDxSGLD", "SGD"))
@@ -169,5 +172,3 @@ def test_gdxld_quick(tmp_path, capsys, name):
     # (quick: measured 15/20 wells, 3/8 KDE).
     assert rows[coupled]["success"][-1] >= 1
     assert rows[single]["success"][-1] == 0
-    for path in result["figures"]:
-        assert (tmp_path / path.split("/")[-1]).exists()
