@@ -224,6 +224,16 @@ class ReplicaExchange:
                                labels=state.labels[perm])
         return state, accept, active, evals
 
+    def _move(self, problem, state: ReplicaState, k_batch, k_dyn, params):
+        """One dynamics step of every replica (``vmap`` over state, key, step size and
+        temperature; t unbatched) on one shared minibatch."""
+        batch, batch_state = self.sampler.batcher.draw(state.batch, k_batch, problem.num_data)
+        step_one = jax.vmap(self.sampler.transition,
+                            in_axes=(None, 0, None, 0, StepParams(0, 0, None)))
+        dyn, n_dyn = step_one(problem, state.dyn, batch,
+                              jax.random.split(k_dyn, self.num_replicas), params)
+        return state._replace(dyn=dyn, batch=batch_state), n_dyn
+
     def step(self, problem, state: ReplicaState, key, t):
         """Step t: σ̂² (every m steps), one dynamics step of every replica on one shared
         minibatch, then (every ``swap_every`` steps) the swap test."""
@@ -247,11 +257,7 @@ class ReplicaExchange:
                                     lambda parts: (parts, zero), small)
         state = state._replace(energy=small[1], variance=small[2], measured=small[3])
 
-        batch, batch_state = self.sampler.batcher.draw(state.batch, k_batch, problem.num_data)
-        step_one = jax.vmap(self.sampler.transition,
-                            in_axes=(None, 0, None, 0, StepParams(0, 0, None)))
-        dyn, n_dyn = step_one(problem, state.dyn, batch, jax.random.split(k_dyn, k), params)
-        state = state._replace(dyn=dyn, batch=batch_state)
+        state, n_dyn = self._move(problem, state, k_batch, k_dyn, params)
 
         attempt = (t + 1) // self.swap_every - 1
         swap_parts = (state.dyn.position, state.energy, state.labels)
@@ -279,17 +285,12 @@ class ReplicaExchange:
 
     def _greedy_step(self, problem, state: ReplicaState, k_batch, k_dyn, k_swap, params):
         """The same vmap-ed dynamics step, then the greedy exchange of :class:`GreedyRule`."""
-        k = self.num_replicas
-        batch, batch_state = self.sampler.batcher.draw(state.batch, k_batch, problem.num_data)
-        step_one = jax.vmap(self.sampler.transition,
-                            in_axes=(None, 0, None, 0, StepParams(0, 0, None)))
-        dyn, n_dyn = step_one(problem, state.dyn, batch, jax.random.split(k_dyn, k), params)
-        pos = self.rule.project(dyn.position)
+        state, n_dyn = self._move(problem, state, k_batch, k_dyn, params)
+        pos = self.rule.project(state.dyn.position)
         perm, acc, n_ex = self.rule.exchange(problem, pos, k_swap)
         take = lambda x: x[perm]
-        dyn = dyn._replace(position=jax.tree.map(take, pos))
-        state = state._replace(dyn=dyn, batch=batch_state,
-                               energy=jax.tree.map(take, state.energy),
+        dyn = state.dyn._replace(position=jax.tree.map(take, pos))
+        state = state._replace(dyn=dyn, energy=jax.tree.map(take, state.energy),
                                labels=state.labels[perm])
         info = {"grad_evals": jnp.sum(n_dyn) + n_ex,
                 "swaps": acc.astype(jnp.float32)[None],
