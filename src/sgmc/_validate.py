@@ -58,3 +58,15 @@ def callable_(name: str, value: Any) -> Any:
     if not callable(value):
         raise TypeError(f"{name} must be callable, got {type(value).__name__}")
     return value
+
+
+def interval(name: str, value: Any) -> tuple[float, float]:
+    """A pair (lo, hi) of real numbers with lo < hi."""
+    try:
+        lo, hi = value
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a pair (lo, hi), got {value!r}") from None
+    lo, hi = real(f"{name} lo", lo), real(f"{name} hi", hi)
+    if not lo < hi:
+        raise ValueError(f"{name} must satisfy lo < hi, got {value!r}")
+    return lo, hi

@@ -304,14 +304,7 @@ def minimize(objective, method: Method, init, num_steps: int, num_replications: 
         raise ValueError(f"record_every must divide num_steps, got record_every={every}, "
                          f"num_steps={steps}")
     check.choice("init_axes", init_axes, INIT_AXES)
-    box = None
-    if bounds is not None:
-        if len(bounds) != 2:
-            raise ValueError(f"bounds must be a pair (lo, hi), got {bounds!r}")
-        lo, hi = check.real("bounds lo", bounds[0]), check.real("bounds hi", bounds[1])
-        if not lo < hi:
-            raise ValueError(f"bounds must satisfy lo < hi, got {bounds!r}")
-        box = (lo, hi)
+    box = None if bounds is None else check.interval("bounds", bounds)
     k = method.num_replicas
     x0 = _stack_init(problem, init, k, reps, init_axes)
     if box is not None and (np.any(x0 < box[0]) or np.any(x0 > box[1])):

@@ -364,12 +364,7 @@ def greedy_rule(threshold: float = 0.0, copy: bool = False, bound: float | None 
     if batch_size is not None:
         batch_size = check.integer("batch_size", batch_size, lo=1)
     if box is not None:
-        if len(box) != 2:
-            raise ValueError(f"box must be a pair (lo, hi), got {box!r}")
-        lo, hi = check.real("box lo", box[0]), check.real("box hi", box[1])
-        if not lo < hi:
-            raise ValueError(f"box must satisfy lo < hi, got {box!r}")
-        box = (lo, hi)
+        box = check.interval("box", box)
     return GreedyRule(t0, bound, bool(copy), batch_size, box)
 
 
