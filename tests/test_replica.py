@@ -85,6 +85,17 @@ def test_cold_chain_alone_stays_in_its_mode():
     assert (np.asarray(res.samples[:, -1, 0]) < 0).mean() < 0.1
 
 
+def test_no_swaps_before_the_variance_is_measured_at_distinct_states():
+    x = sgmc.models.synthetic_mixture_data(500, seed=2)
+    post = sgmc.models.mixture_posterior(x)
+    rx = sgmc.replica_exchange(sgmc.sgld(1e-3, batch_size=50), [25.0, 1000.0],
+                               energy=sgmc.cv_energy(period=40), num_replicates=4)
+    res = sgmc.sample(post, rx, jnp.array([0.0]), num_steps=80, seed=3, progress=False)
+    attempts = res.info["swap_attempts"][0, :, 0]
+    assert attempts[:40].sum() == 0 and attempts[40:].sum() == 40  # draw j follows step j
+    assert (res.info["energy_variance"][0, 40:, 0] > 0).all()
+
+
 def test_anchors_travel_with_states():
     """Force a swap (cold replica far out, hot one at the mode): positions AND the
     control-variate anchors with their cached energies must move together."""
@@ -111,8 +122,9 @@ def test_four_replicas_even_odd_make_round_trips():
                                energy=sgmc.exact_energy())
     res = sgmc.sample(post, rx, jnp.array([1.0]), num_steps=20_000, seed=0, progress=False)
     attempts = res.info["swap_attempts"].sum(axis=(0, 1))
-    # Even–odd: pairs (0,1), (2,3) on even attempts and (1,2) on odd ones.
-    assert attempts.tolist() == [10_000, 10_000, 10_000]
+    # Even–odd: pairs (0,1), (2,3) on even attempts and (1,2) on odd ones; none at step 0,
+    # before σ̂² has been measured at distinct states (an even attempt).
+    assert attempts.tolist() == [9_999, 10_000, 9_999]
     assert (res.info["swaps"].sum(axis=(0, 1)) > 100).all()
     assert round_trips(res.info["replica_labels"])[0] >= 1
     labels = res.info["replica_labels"][0]
@@ -128,10 +140,11 @@ def test_default_output_is_the_coldest_replica_and_costs_are_counted():
                       progress=False)
     assert res.samples.shape == (2, 80, 1)
     assert res.info["energy_variance"].shape == (2, 80, 1)
-    # init: 2 anchor passes; per step: 2 replicas × 50 gradients, a swap test with 2 × 2 × 50
-    # energies; σ̂² at t = 0 and 40: 4 replicates × 2 replicas × 2 × 50 plus 2 anchor passes.
+    # init: 2 anchor passes; per step: 2 replicas × 50 gradients; a swap test with 2 × 2 × 50
+    # energies from step 40 on (after the second σ̂² measurement); σ̂² at t = 0 and 40:
+    # 4 replicates × 2 replicas × 2 × 50 plus 2 anchor passes.
     per_measure = 4 * 2 * 2 * 50 + 2 * 500
-    expected = 2 * 500 + 80 * (2 * 50 + 2 * 2 * 50) + 2 * per_measure
+    expected = 2 * 500 + 80 * 2 * 50 + 40 * 2 * 2 * 50 + 2 * per_measure
     assert res.meta["grad_evals_total"] == [expected, expected]
 
 

@@ -19,10 +19,12 @@ trading bias for swaps exactly as the paper's F does.
 
 **σ̂²** by stochastic approximation: every ``variance_period`` steps (m), before the dynamics
 step, σ̃_k² is the sample variance of Ũ_k − Ũ_{k+1} over ``num_replicates`` independent
-minibatches at the current states, and σ̂_k² ← (1 − γ) σ̂_k² + γ σ̃_k² (the first measurement
-is taken as is). It is measured *before* control-variate anchors are refreshed (right at a
-fresh anchor the estimator has no variance). With ``cv_energy(adaptive=True)`` the same
-replicates give each replica's coefficient c = −Cov(X, Y)/Var(Y), smoothed the same way.
+minibatches at the current states, and σ̂_k² ← (1 − γ) σ̂_k² + γ σ̃_k². All replicas start
+from one point, so the measurement at step 0 gives 0: the second measurement (step m)
+replaces it, and no swap is attempted before it. σ̂² is measured *before* control-variate
+anchors are refreshed (right at a fresh anchor the estimator has no variance). With
+``cv_energy(adaptive=True)`` the same replicates give each replica's coefficient
+c = −Cov(X, Y)/Var(Y), smoothed the same way.
 
 **Swaps.** Positions swap; energy anchors and their cached full energies travel with them
 (ALGORITHMS.md §3 pitfalls). Momenta, preconditioners and gradient-estimator state (SVRG
@@ -179,7 +181,9 @@ class ReplicaExchange:
         n_data, b = problem.num_data, self._energy_batch(problem)
         idx = jax.random.randint(key, (self.num_replicates, b), 0, n_data, dtype=jnp.int32)
         pos, energy = state.dyn.position, state.energy
-        gamma = jnp.where(state.measured == 0, 1.0, self.smoothing)
+        # The first measurement is at step 0, where every replica sits at the initial point
+        # (σ̃² = 0): the second one replaces it instead of being smoothed into it.
+        gamma = jnp.where(state.measured <= 1, 1.0, self.smoothing)
         if self.energy.adaptive:
             x, y = jax.vmap(lambda i: jax.vmap(
                 lambda s, th: self.energy.terms(problem, s, th, i))(energy, pos))(idx)
@@ -272,8 +276,9 @@ class ReplicaExchange:
         def no_swap(parts):
             return parts, jnp.zeros(k - 1, bool), jnp.zeros(k - 1, bool), zero
 
-        swap_parts, acc, act, n_swap = jax.lax.cond((t + 1) % self.swap_every == 0, swap,
-                                                    no_swap, swap_parts)
+        # No swaps before σ̂² has been measured at distinct states (the second measurement).
+        attempt_now = ((t + 1) % self.swap_every == 0) & (state.measured >= 2)
+        swap_parts, acc, act, n_swap = jax.lax.cond(attempt_now, swap, no_swap, swap_parts)
         state = state._replace(dyn=state.dyn._replace(position=swap_parts[0]),
                                energy=swap_parts[1], labels=swap_parts[2])
         info = {"grad_evals": jnp.sum(n_dyn) + n_var + n_swap,
