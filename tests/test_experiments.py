@@ -13,6 +13,14 @@ needs_data = pytest.mark.skipif(
     reason=f"the UCI files are absent from {datasets.data_root()} (set SGMC_DATA)")
 
 
+def quick(tmp_path, capsys, name) -> tuple[str, dict]:
+    """Run ``sgmc reproduce NAME --quick`` into tmp_path: (printed text, its JSON numbers)."""
+    out_json = tmp_path / "result.json"
+    assert main(["reproduce", name, "--quick", "--out", str(tmp_path),
+                 "--json", str(out_json)]) == 0
+    return capsys.readouterr().out, json.loads(out_json.read_text())
+
+
 def test_list(capsys):
     assert main(["reproduce", "--list"]) == 0
     out = capsys.readouterr().out
@@ -25,13 +33,9 @@ def test_list(capsys):
 @pytest.mark.parametrize("name, metric", [("svrg-hmc-regression", "MSE"),
                                           ("svrg-hmc-classification", "LL")])
 def test_quick_reproduction(tmp_path, capsys, name, metric):
-    out_json = tmp_path / "r.json"
-    assert main(["reproduce", name, "--quick", "--out", str(tmp_path),
-                 "--json", str(out_json)]) == 0
-    text = capsys.readouterr().out
+    text, result = quick(tmp_path, capsys, name)
     assert "paper: the HMC variants converge markedly faster" in text
     assert f"{metric} @1 pass" in text
-    result = json.loads(out_json.read_text())
     samplers = result["results"][0]["samplers"]
     assert set(samplers) == {"SGHMC", "SVRG-LD", "SAGA-LD", "SVRG-HMC", "SAGA-HMC",
                              "SVRG2nd-HMC", "SAGA2nd-HMC"}
@@ -50,13 +54,9 @@ def test_unknown_experiment(capsys):
 
 def test_ewsg_gaussian_quick(tmp_path, capsys):
     """The headline of the EWSG paper, at reduced size: EWSG's KL is well below SGHMC's."""
-    out_json = tmp_path / "e.json"
-    assert main(["reproduce", "ewsg-gaussian", "--quick", "--out", str(tmp_path),
-                 "--json", str(out_json)]) == 0
-    text = capsys.readouterr().out
+    text, result = quick(tmp_path, capsys, "ewsg-gaussian")
     assert "paper: EWSG is more accurate than SGHMC" in text
     assert "paper (Thm. 4, Fig. 1j)" in text
-    result = json.loads(out_json.read_text())
     final = result["final"]
     # Measured here: 0.018 against 0.137 (2,000 chains); the MC error of a KL fitted from
     # 2,000 draws in 2-D is ~(d + d(d+1)/2)/(2·2000) ≈ 0.001.
@@ -80,11 +80,9 @@ def test_ewsg_gaussian_quick(tmp_path, capsys):
 @pytest.mark.skipif("eeg" not in datasets.available(),
                     reason=f"EEG eye state is absent from {datasets.data_root()}")
 def test_ewsg_logistic_quick(tmp_path, capsys):
-    out_json = tmp_path / "l.json"
-    assert main(["reproduce", "ewsg-logistic", "--quick", "--out", str(tmp_path),
-                 "--json", str(out_json)]) == 0
-    assert "covertype is not available" in capsys.readouterr().out
-    row = json.loads(out_json.read_text())["table"]["1.0"]
+    text, result = quick(tmp_path, capsys, "ewsg-logistic")
+    assert "covertype is not available" in text
+    row = result["table"]["1.0"]
     assert set(row) == {"SGLD", "pSGLD", "SGHMC", "EWSG", "EWSG (batch)"}
     assert row["EWSG"]["steps"] == row["SGHMC"]["steps"] // 2  # M + 1 = 2 gradients per slot
     # Measured (2 seeds × 50 chains): test log-lik -0.6436 ± 0.0000 with the batch grouping
@@ -99,11 +97,9 @@ def test_ewsg_logistic_quick(tmp_path, capsys):
 @pytest.mark.skipif("mnist" not in datasets.available(),
                     reason=f"MNIST is absent from {datasets.data_root()}")
 def test_ewsg_mnist_quick(tmp_path, capsys):
-    out_json = tmp_path / "m.json"
-    assert main(["reproduce", "ewsg-mnist", "--quick", "--out", str(tmp_path),
-                 "--json", str(out_json)]) == 0
-    assert "EWSG improves on SGHMC" in capsys.readouterr().out
-    final = json.loads(out_json.read_text())["final"]
+    text, result = quick(tmp_path, capsys, "ewsg-mnist")
+    assert "EWSG improves on SGHMC" in text
+    final = result["final"]
     assert set(final) == {"SGLD", "pSGLD", "SGHMC", "EWSG"}
     # One pass over 10,000 images: measured 0.51 (EWSG, 50 steps) to 0.89 (pSGLD); chance is
     # 0.1, so 0.3 fails only a network that did not learn.
@@ -112,12 +108,8 @@ def test_ewsg_mnist_quick(tmp_path, capsys):
 
 
 def test_vr_resgld_mixture_quick(tmp_path, capsys):
-    out_json = tmp_path / "v.json"
-    assert main(["reproduce", "vr-resgld-mixture", "--quick", "--out", str(tmp_path),
-                 "--json", str(out_json)]) == 0
-    assert "paper: the control variate reduces σ̂² by hundreds of times" in (
-        capsys.readouterr().out)
-    result = json.loads(out_json.read_text())
+    text, result = quick(tmp_path, capsys, "vr-resgld-mixture")
+    assert "paper: the control variate reduces σ̂² by hundreds of times" in text
     rows = {r["method"]: r for r in result["mixing"]["rows"]}
     # SGLD from β0 = 30 never reaches the mode at −5; the replicas do (quick: 8 chains, mode
     # weights 0.29–0.32 measured, exact 0.5 — far from converged, but not 0).
@@ -134,11 +126,9 @@ def test_vr_resgld_mixture_quick(tmp_path, capsys):
 @pytest.mark.skipif("mnist" not in datasets.available(),
                     reason=f"MNIST is absent from {datasets.data_root()}")
 def test_vr_resghmc_classifier_quick(tmp_path, capsys):
-    out_json = tmp_path / "v.json"
-    assert main(["reproduce", "vr-resghmc-classifier", "--quick", "--out", str(tmp_path),
-                 "--json", str(out_json)]) == 0
-    assert "paper (Sec. 5.2): at the same F" in capsys.readouterr().out
-    setting = json.loads(out_json.read_text())["settings"]["cold"]
+    text, result = quick(tmp_path, capsys, "vr-resghmc-classifier")
+    assert "paper (Sec. 5.2): at the same F" in text
+    setting = result["settings"]["cold"]
     rows = setting["methods"]
     assert set(rows) == {"SGHMC", "reSGHMC", "VR-reSGHMC", "cVR-reSGHMC"}
     # 400 steps on 5,000 images, model average of 8 draws: measured 0.873 (SGHMC) to 0.881
@@ -155,11 +145,8 @@ def test_vr_resghmc_classifier_quick(tmp_path, capsys):
 
 @pytest.mark.parametrize("name", ["gdxld-wells", "sgdxsgld-kde", "gdxld-benchmarks"])
 def test_gdxld_quick(tmp_path, capsys, name):
-    out_json = tmp_path / "g.json"
-    assert main(["reproduce", name, "--quick", "--out", str(tmp_path),
-                 "--json", str(out_json)]) == 0
-    assert "paper:" in capsys.readouterr().out
-    result = json.loads(out_json.read_text())
+    text, result = quick(tmp_path, capsys, name)
+    assert "paper:" in text
     for path in result["figures"]:
         assert (tmp_path / path.split("/")[-1]).exists()
     if name == "gdxld-benchmarks":

@@ -120,6 +120,8 @@ def minibatch_energy(batch_size: int | None = None) -> MinibatchEnergy:
 
 def exact_energy() -> ExactEnergy:
     """Exact energies for the swap test (a full data pass per replica per attempt)."""
+    # batch_size=1: the coupling still draws minibatch indices for every estimator; this one
+    # ignores them, so the cheapest draw will do.
     return ExactEnergy(1)
 
 

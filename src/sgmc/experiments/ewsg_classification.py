@@ -38,6 +38,7 @@ from ..driver import sample
 from ..estimators import ewsg
 from ..sampler import psgld, sghmc, sgld
 from . import Experiment
+from ._plot import pyplot, save
 
 LOGISTIC_BATCH = 50
 LOGISTIC_FRICTION = 50.0
@@ -129,10 +130,7 @@ def run_logistic(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0
 
 
 def _logistic_figure(table: dict, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     for k, (passes, row) in enumerate(table.items()):
@@ -145,9 +143,7 @@ def _logistic_figure(table: dict, path: str) -> None:
             ax.set_xticks(np.arange(len(names)), names, rotation=30, fontsize=8)
             ax.set_title(f"test {key.replace('_', ' ')} (EEG)")
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 MNIST_BATCH = 100
@@ -218,10 +214,7 @@ def run_mnist(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
 
 
 def _curve_figure(curves: dict, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, c in curves.items():
@@ -229,9 +222,7 @@ def _curve_figure(curves: dict, path: str) -> None:
     ax.set(xlabel="data passes", ylabel="test accuracy (model average)",
            title="BNN 784-100-10 on MNIST")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 EXPERIMENTS = [

@@ -54,6 +54,7 @@ from ..estimators import ewsg, svrg
 from ..problem import Posterior
 from ..sampler import psgld, sghmc, sgld
 from . import Experiment
+from ._plot import pyplot, save
 
 
 @dataclass(frozen=True)
@@ -424,10 +425,7 @@ def mse_study(post, mu, n: int, quick: bool, seed: int) -> tuple[dict, list[str]
 
 
 def _mse_figure(mse: dict, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from matplotlib.ticker import NullFormatter
 
     def fitted(ax, x, r, color):
@@ -478,16 +476,11 @@ def _mse_figure(mse: dict, path: str) -> None:
         ax.xaxis.set_minor_formatter(NullFormatter())
     fig.suptitle(f"EWSG (M = 1, γ = {mse['friction']:g}) on the 2-D Gaussian: MSE of the time "
                  "average of ‖θ − c̄‖²", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 def _figure(curves: dict, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, c in curves.items():
@@ -495,9 +488,7 @@ def _figure(curves: dict, path: str) -> None:
     ax.set(xlabel="data passes", ylabel="KL(fitted Gaussian ‖ target)",
            title="2-D Gaussian, n = 20, batch 1")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 EXPERIMENTS = [Experiment("ewsg-gaussian", "2-D Gaussian, 10,000 chains: KL vs data passes for "

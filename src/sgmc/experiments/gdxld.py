@@ -21,6 +21,7 @@ import numpy as np
 from ..objectives import gaussian_wells, griewank, kde_wells, rastrigin
 from ..optimize import gd, gd_x_ld, ld, minimize, sgd, sgd_x_sgld, sgld_opt
 from . import Experiment
+from ._plot import pyplot, save
 
 X0 = np.array([[0.0, 0.0], [1.0, 1.0]])
 WELLS_SEED, KDE_SEED = 2, 20
@@ -109,12 +110,8 @@ def _sens_row(res, x_star) -> dict:
 
 
 def _figure_wells(wells, result, out) -> str:
-    import matplotlib
+    plt = pyplot()
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "gdxld_wells.png")
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     grid = np.linspace(-1, 5, 121)
@@ -131,10 +128,7 @@ def _figure_wells(wells, result, out) -> str:
     axes[1].set(xscale="log", xlabel="n", ylabel="P(‖X_n − x*‖ ≤ 1e-3)")
     axes[2].set(xscale="log", xlabel="n", ylabel="E[F(X_n)]")
     axes[1].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 def run_kde(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
@@ -166,12 +160,8 @@ def run_kde(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
 
 
 def _figure_curves(result, out, name, ylabel) -> str:
-    import matplotlib
+    plt = pyplot()
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    os.makedirs(out, exist_ok=True)
     path = os.path.join(out, name)
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     for label, r in result["rows"].items():
@@ -181,10 +171,7 @@ def _figure_curves(result, out, name, ylabel) -> str:
     axes[0].set(xlabel="n", ylabel=ylabel)
     axes[1].set(xlabel="n", ylabel="E[F(X_n)]")
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 PAPER_BENCH = {"rastrigin": {2: "~5e2", 5: "~7e4", 10: "—", 20: "—"},
@@ -230,12 +217,8 @@ def run_benchmarks(quick: bool = False, out: str = "sgmc-reproduce", seed: int =
 
 
 def _figure_benchmarks(rows, out) -> str:
-    import matplotlib
+    plt = pyplot()
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "gdxld_benchmarks.png")
     fig, ax = plt.subplots(figsize=(6, 4))
     for r in rows:
@@ -243,10 +226,7 @@ def _figure_benchmarks(rows, out) -> str:
     ax.set(xlabel="n", ylabel="fraction that reached F ≤ 1e-3", xscale="log",
            title="GD×LD on [−5, 5]^d")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 EXPERIMENTS = [

@@ -30,6 +30,7 @@ from ..errors import DivergenceError
 from ..estimators import saga, svrg, uniform
 from ..sampler import sghmc, sgld
 from . import Experiment
+from ._plot import pyplot, save
 
 SAMPLERS = ("SGHMC", "SVRG-LD", "SAGA-LD", "SVRG-HMC", "SAGA-HMC", "SVRG2nd-HMC",
             "SAGA2nd-HMC")
@@ -223,10 +224,7 @@ def _table(results: list[dict], task: str) -> str:
 
 
 def _figure(r: dict, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for sname, e in r["samplers"].items():
@@ -238,9 +236,7 @@ def _figure(r: dict, path: str) -> None:
     if r["task"] == "regression":
         ax.set_yscale("log")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 def _run_task(task: str, quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,

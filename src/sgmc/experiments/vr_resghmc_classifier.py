@@ -60,6 +60,7 @@ from ..driver import sample
 from ..sampler import sghmc
 from ..schedules import cyclical
 from . import Experiment
+from ._plot import pyplot, save
 
 H = 3e-4
 FRICTION = 10.0
@@ -247,10 +248,7 @@ def _report(table: dict, n: int, passes: int, m: int, kept: int) -> list[str]:
 
 
 def _figure(table: dict, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     panels = (("accuracy", "test accuracy"), ("brier", "test Brier score"),
               ("ood_entropy", "entropy on permuted MNIST"), ("swaps", "swaps after burn-in"))
@@ -271,9 +269,7 @@ def _figure(table: dict, path: str) -> None:
     fig.legend(handles, labels, loc="upper right", fontsize=8)
     fig.suptitle("MLP 784-100-10 on MNIST: SGHMC and replica exchange (cold replica BMA)",
                  fontsize=10, x=0.3)
-    fig.tight_layout(rect=(0, 0, 1, 0.9))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path, rect=(0, 0, 1, 0.9))
 
 
 EXPERIMENTS = [

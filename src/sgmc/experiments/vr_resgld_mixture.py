@@ -29,6 +29,7 @@ from ..coupling import cv_energy, minibatch_energy, replica_exchange
 from ..driver import sample
 from ..sampler import sgld
 from . import Experiment
+from ._plot import pyplot, save
 
 PHI, SIGMA = 20.0, 5.0
 
@@ -206,10 +207,7 @@ def _report(res: dict) -> list[str]:
 
 
 def _figure(res: dict, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = res["mixing"]["rows"]
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
@@ -224,9 +222,7 @@ def _figure(res: dict, path: str) -> None:
     axes[1].set_yscale("log")
     axes[1].set(ylabel="σ̂² of Ũ1 − Ũ2", title="swap-energy variance")
     axes[1].tick_params(axis="x", rotation=30, labelsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 EXPERIMENTS = [Experiment("vr-resgld-mixture", "1-D Gaussian mixture: SGLD, reSGLD, VR-reSGLD "
