@@ -10,8 +10,8 @@ A sampler is a composition problem × estimator × dynamics × coupling (see DES
 
 from . import coupling, datasets, metrics, models, objectives, schedules
 from .coupling import cv_energy, exact_energy, geometric_ladder, minibatch_energy, replica_exchange
-from .driver import sample
-from .errors import DivergenceError
+from .driver import resume, sample
+from .errors import CheckpointError, DivergenceError, Interrupted
 from .estimators import control_variate, ewsg, saga, svrg, uniform
 from .optimize import OptimizeResult, gd, gd_x_ld, ld, minimize, sgd, sgd_x_sgld, sgld_opt
 from .problem import Objective, Posterior
@@ -20,8 +20,9 @@ from .sampler import psgld, sghmc, sgld
 
 __version__ = "0.1.0"
 
-__all__ = ["DivergenceError", "Objective", "OptimizeResult", "Posterior", "Result",
-           "control_variate", "coupling", "cv_energy", "datasets", "ewsg", "exact_energy", "gd",
-           "gd_x_ld", "geometric_ladder", "ld", "metrics", "minibatch_energy", "minimize",
-           "models", "objectives", "psgld", "replica_exchange", "saga", "sample", "schedules",
-           "sgd", "sgd_x_sgld", "sghmc", "sgld", "sgld_opt", "svrg", "uniform"]
+__all__ = ["CheckpointError", "DivergenceError", "Interrupted", "Objective", "OptimizeResult",
+           "Posterior", "Result", "control_variate", "coupling", "cv_energy", "datasets", "ewsg",
+           "exact_energy", "gd", "gd_x_ld", "geometric_ladder", "ld", "metrics",
+           "minibatch_energy", "minimize", "models", "objectives", "psgld", "replica_exchange",
+           "resume", "saga", "sample", "schedules", "sgd", "sgd_x_sgld", "sghmc", "sgld",
+           "sgld_opt", "svrg", "uniform"]

@@ -31,12 +31,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _validate as check
+from ._store import DiskSink, MemorySink, tree_from_spec, tree_spec
 from ._tree import all_finite, as_float_tree
-from .errors import DivergenceError
+from .errors import DivergenceError, Interrupted
 from .problem import Problem
 from .result import Result
 
-__all__ = ["sample"]
+__all__ = ["resume", "sample"]
 
 PyTree = Any
 
@@ -244,7 +245,9 @@ def _want_progress(progress: bool | None) -> bool:
 
 def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_chains: int = 1,
            burn_in: int = 0, thin: int = 1, seed: int = 0, progress: bool | None = None,
-           draws_per_block: int | None = None, prng: str = "threefry") -> Result:
+           draws_per_block: int | None = None, prng: str = "threefry",
+           checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
+           stream_to: str | os.PathLike | None = None) -> Result:
     """Run ``num_chains`` chains of ``sampler`` on ``problem`` for ``num_steps`` steps each.
 
     The first ``burn_in`` steps are discarded; after them a draw is kept every ``thin``
@@ -265,10 +268,25 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
             only on an interactive terminal outside CI, when tqdm is installed.
         draws_per_block: draws computed per compiled block, burn-in included (burn-in
             runs as draws at this ``thin`` that are dropped). Default: about 1/20 of the
-            run, capped so that a block's draws take at most 64 MiB, and chosen to divide
-            the run's draws when it can, so that the run needs one compiled program.
+            run, capped so that a block's draws take at most 64 MiB and its steps at most
+            ``checkpoint_every``, and chosen to divide the run's draws when it can, so that
+            the run needs one compiled program. The draws do not depend on it.
         prng: ``"threefry"`` (default; the same draws on every backend and sharding) or
             ``"rbg"`` (faster random bits; draws may differ across backends).
+        checkpoint: a file path. The complete state of the run (every chain's sampler
+            state, the draws kept so far, the position in the run) is written there
+            atomically between blocks, and once more at the end; :func:`sgmc.resume`
+            continues from it with draws bitwise identical to an uninterrupted run's. The
+            checkpoint it replaces is kept as ``PATH.prev``. Positions must be arrays or
+            dicts / lists / tuples of arrays.
+        checkpoint_every: write a checkpoint after the first block that ends at least this
+            many steps after the previous one (≥ 1; needs ``checkpoint``). Default: after
+            every block (about 1/20 of the run).
+        stream_to: a new or empty folder. Kept draws are written there block by block into
+            memory-mapped ``.npy`` files instead of being held in memory, so memory does not
+            grow with the run; the Result's draws are read-only memory maps of those files,
+            and ``sgmc.Result.load(folder)`` opens them later (also after a crash: it then
+            holds the draws written so far).
 
     Returns:
         :class:`sgmc.Result` with ``samples`` (leaves shaped (num_chains, num_draws, ...)),
@@ -279,6 +297,8 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
         ValueError, TypeError: for bad arguments, before anything is compiled.
         sgmc.DivergenceError: if a chain's state becomes non-finite; it carries the draws
             kept before that step.
+        sgmc.Interrupted: on Ctrl-C (a KeyboardInterrupt); it carries every draw kept so
+            far and, with ``checkpoint``, the run continues with :func:`sgmc.resume`.
     """
     if not isinstance(problem, Problem):
         raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
@@ -294,81 +314,310 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
     check.choice("prng", prng, tuple(_PRNG_IMPLS))
     if draws_per_block is not None:
         draws_per_block = check.integer("draws_per_block", draws_per_block, lo=1)
+    checkpoint, checkpoint_every, stream_to = _check_storage(checkpoint, checkpoint_every,
+                                                             stream_to)
     positions = _chain_positions(problem, init, num_chains)
     sampler.check(problem, jax.tree.map(lambda x: x[0], positions), num_chains)
+    position_spec = _position_spec(positions) if checkpoint else None
 
-    settings = {"num_steps": num_steps, "burn_in": burn_in, "thin": thin, "seed": seed,
-                "num_chains": num_chains, "prng": prng}
     num_draws = (num_steps - burn_in) // thin
-    trailing = (num_steps - burn_in) - num_draws * thin
     total_draws = burn_in // thin + num_draws  # burn-in runs as draws that are dropped
     if draws_per_block is None:
         bytes_per_draw = num_chains * sum(x[0].size * x.dtype.itemsize
                                           for x in jax.tree.leaves(positions))
         cap = max(1, _BLOCK_BYTES // max(bytes_per_draw, 1))
+        if checkpoint_every is not None:
+            cap = min(cap, max(1, checkpoint_every // thin))
         draws_per_block = _default_draws_per_block(total_draws, cap)
-    draws_per_block = min(draws_per_block, total_draws)
-
-    chain_keys = jax.random.split(jax.random.key(seed, impl=_PRNG_IMPLS[prng]), num_chains)
-    pairs = jax.vmap(jax.random.split)(chain_keys)
-    init_keys, run_keys = pairs[:, 0], pairs[:, 1]
+    settings = {"num_steps": num_steps, "burn_in": burn_in, "thin": thin, "seed": seed,
+                "num_chains": num_chains, "prng": prng,
+                "draws_per_block": min(draws_per_block, total_draws),
+                "checkpoint": checkpoint, "checkpoint_every": checkpoint_every,
+                "stream_to": stream_to}
 
     t_start = time.perf_counter()
+    init_keys, _ = _chain_keys(settings)
     states = _init_chains(problem, sampler, positions, init_keys)
     init_evals = int(getattr(sampler, "init_evals", lambda p: 0)(problem))
     counters = _Counters(jnp.full(num_chains, init_evals >> 32, jnp.uint32),
                          jnp.full(num_chains, init_evals & 0xFFFFFFFF, jnp.uint32),
                          jnp.full(num_chains, -1, jnp.int32))
-    plan = _block_plan(burn_in, num_draws, thin, trailing, draws_per_block)
-    # Compile up front (and only the programs this plan uses), so that compile_time holds
-    # all compilation and sampling_time none.
-    args = (problem, sampler, states, counters, run_keys, np.int32(0))
-    run_block = run_steps = None
-    if any(static for _, _, static, _ in plan):
-        run_block = _run_block.lower(*args, n_draws=draws_per_block, thin=thin).compile()
-    if not all(static for _, _, static, _ in plan):
-        run_steps = _run_steps.lower(*args, np.int32(1), np.int32(1),
-                                     max_draws=draws_per_block).compile()
-    compile_time = time.perf_counter() - t_start
+    sink = DiskSink(stream_to, num_draws) if stream_to else MemorySink()
+    run = _Run(problem, sampler, settings, sink, (states, counters, 0, 0), position_spec,
+               compile_time=time.perf_counter() - t_start)
+    return _execute(run, progress)
 
-    kept: list[dict] = []
-    draw_steps: list[np.ndarray] = []
-    bar = None
-    if _want_progress(progress):
-        from tqdm.auto import tqdm
-        bar = tqdm(total=num_steps, desc=getattr(sampler, "name", "sampling"), unit="step")
-    t_run = time.perf_counter()
-    t0 = 0
+
+def resume(path: str | os.PathLike, problem: Problem, sampler: Any,
+           progress: bool | None = None) -> Result:
+    """Continue the run saved in checkpoint ``path`` to its end and return its complete Result.
+
+    The draws (and every per-draw statistic) are bitwise those of the same run made without
+    interruption. A checkpoint stores the state but not the code, so ``problem`` and
+    ``sampler`` are passed again; they must be the ones the run was started with (same
+    model, data, sampler kind and hyper-parameters — checked by fingerprint). Checkpoints
+    keep being written to ``path`` as the run goes on; if the run streamed its draws
+    (``stream_to``), the folder must still be there. A finished run's checkpoint returns its
+    Result at once.
+
+    Raises:
+        sgmc.CheckpointError: ``path`` is not a checkpoint, is truncated or corrupted (the
+            previous checkpoint ``PATH.prev`` is named if it is intact), or was written for
+            a different problem or sampler.
+    """
+    from . import checkpoint as ckpt
+
+    if not isinstance(problem, Problem):
+        raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
+                        f"{type(problem).__name__}")
+    path = os.fspath(path)
+    header, arrays = ckpt.read(path)
+    found = ckpt.fingerprint(problem, sampler)
+    for what in ("problem", "sampler"):
+        if header["fingerprint"][what] != found[what]:
+            raise ckpt.CheckpointError(
+                f"{path} was written by a run of a different {what} (its model, data or "
+                "settings differ); resume with the problem and sampler the run started with")
+    settings = dict(header["settings"], checkpoint=path)
+    positions = _position_template(header["positions"])
+    init_keys, _ = _chain_keys(settings)
+    template = jax.eval_shape(_init_chains, problem, sampler, positions, init_keys)
+    n = settings["num_chains"]
+    template = (template, _Counters(*(jax.ShapeDtypeStruct((n,), t)
+                                      for t in (jnp.uint32, jnp.uint32, jnp.int32))))
+    states, counters = _fill(template, [arrays[f"state/{i}"] for i in
+                                        range(header["num_state_leaves"])], path)
+    draw_treedef = jax.tree.structure(jax.eval_shape(_draw_fn(sampler, jax.vmap), states))
+    count = header["kept"]
+    if settings["stream_to"]:
+        sink = DiskSink(settings["stream_to"], _num_draws(settings), count, draw_treedef)
+    elif count:
+        samples = jax.tree.unflatten(draw_treedef, [arrays[f"kept/samples/{i}"]
+                                                    for i in range(draw_treedef.num_leaves)])
+        info = {k[len("kept/info/"):]: v for k, v in arrays.items()
+                if k.startswith("kept/info/")}
+        sink = MemorySink([(samples, info, arrays["kept/step"])])
+    else:
+        sink = MemorySink()
+    cursor = (states, counters, int(header["t0"]), int(header["next_block"]))
+    run = _Run(problem, sampler, settings, sink, cursor, header["positions"],
+               compile_time=float(header["compile_time"]),
+               sampling_time=float(header["sampling_time"]))
+    return _execute(run, progress)
+
+
+def _check_storage(checkpoint, checkpoint_every, stream_to):
+    """Validate the checkpoint and streaming arguments (paths as strings)."""
+    if checkpoint is not None:
+        checkpoint = os.fspath(checkpoint)
+        folder = os.path.dirname(os.path.abspath(checkpoint))
+        if not os.path.isdir(folder):
+            raise ValueError(f"checkpoint={checkpoint!r}: the folder {folder} does not exist")
+        if os.path.isdir(checkpoint):
+            raise ValueError(f"checkpoint={checkpoint!r} is a folder; give a file path")
+    if checkpoint_every is not None:
+        if checkpoint is None:
+            raise ValueError("checkpoint_every needs checkpoint=PATH")
+        checkpoint_every = check.integer("checkpoint_every", checkpoint_every, lo=1)
+    if stream_to is not None:
+        stream_to = os.path.abspath(os.fspath(stream_to))
+        if os.path.exists(stream_to) and (not os.path.isdir(stream_to) or os.listdir(stream_to)):
+            raise ValueError(f"stream_to={stream_to!r} must be a new or empty folder")
+    return checkpoint, checkpoint_every, stream_to
+
+
+def _position_spec(positions: PyTree) -> dict:
+    """The chain-stacked positions' structure, shapes and dtypes (JSON), for checkpoints."""
+    spec, order = tree_spec(positions)
+    leaves = jax.tree.leaves(positions)
+    out = {"spec": spec, "order": order, "shapes": [list(x.shape) for x in leaves],
+           "dtypes": [str(x.dtype) for x in leaves]}
+    if jax.tree.structure(_position_template(out)) != jax.tree.structure(positions):
+        raise TypeError("checkpoint= needs positions made of arrays and dicts, lists or "
+                        "tuples of arrays (namedtuples and custom pytree nodes cannot be "
+                        "restored without running code)")
+    return out
+
+
+def _position_template(spec: dict) -> PyTree:
+    leaves = [jax.ShapeDtypeStruct(tuple(s), jnp.dtype(d))
+              for s, d in zip(spec["shapes"], spec["dtypes"], strict=True)]
+    return tree_from_spec(spec["spec"], spec["order"], leaves)
+
+
+def _fill(template: PyTree, leaves: list, path: str) -> PyTree:
+    """``template``'s structure with the stored leaves, which must match its shapes."""
+    from .errors import CheckpointError
+
+    want = jax.tree.leaves(template)
+    if len(want) != len(leaves) or any(
+            tuple(w.shape) != x.shape or jnp.dtype(w.dtype) != x.dtype
+            for w, x in zip(want, leaves, strict=False)):
+        raise CheckpointError(f"{path}: the stored sampler state does not fit this problem "
+                              "and sampler (different shapes)")
+    return jax.tree.unflatten(jax.tree.structure(template), [jnp.asarray(x) for x in leaves])
+
+
+def _chain_keys(settings: dict) -> tuple[jax.Array, jax.Array]:
+    """(init keys, run keys), one per chain, derived from the seed (see module docstring)."""
+    impl = _PRNG_IMPLS[settings["prng"]]
+    chain_keys = jax.random.split(jax.random.key(settings["seed"], impl=impl),
+                                  settings["num_chains"])
+    pairs = jax.vmap(jax.random.split)(chain_keys)
+    return pairs[:, 0], pairs[:, 1]
+
+
+def _num_draws(settings: dict) -> int:
+    return (settings["num_steps"] - settings["burn_in"]) // settings["thin"]
+
+
+class _Run:
+    """A run in progress: its fixed parts, where its draws go, and where it stands.
+
+    ``cursor`` = (states, counters, steps done, next block) is replaced in one assignment
+    after each block, so a Ctrl-C never sees half an update; the sink may then hold one
+    block more than the cursor accounts for, which :meth:`kept_before` lets us drop.
+    """
+
+    def __init__(self, problem, sampler, settings, sink, cursor, position_spec,
+                 compile_time=0.0, sampling_time=0.0):
+        self.problem, self.sampler, self.settings = problem, sampler, settings
+        self.sink, self.cursor, self.position_spec = sink, cursor, position_spec
+        self.compile_time, self.sampling_time = compile_time, sampling_time
+        s = settings
+        trailing = (s["num_steps"] - s["burn_in"]) % s["thin"]
+        self.plan = _block_plan(s["burn_in"], _num_draws(s), s["thin"], trailing,
+                                s["draws_per_block"])
+        self.run_keys = _chain_keys(s)[1]
+
+    def kept_before(self, block: int) -> int:
+        """Draws per chain kept by the blocks before ``block``."""
+        return sum(max(0, n - drop) for n, _, _, drop in self.plan[:block])
+
+    def result(self, max_step: int | None = None) -> Result:
+        states, counters = self.cursor[:2]
+        parts = self.sink.arrays()
+        if parts is None:  # no draw kept yet: empty arrays of the right trailing shapes
+            n = counters.bad_step.shape[0]
+            samples = jax.tree.map(lambda x: np.zeros((x.shape[0], 0, *x.shape[1:]), x.dtype),
+                                   _draw_fn(self.sampler, jax.vmap)(states))
+            info, steps = {"grad_evals": np.zeros((n, 0), np.int64)}, np.zeros(0, np.int64)
+        else:
+            samples, info, steps = parts
+        if max_step is not None:  # steps increase: a slice, no copy of memory-mapped draws
+            keep = slice(int(np.searchsorted(steps, max_step, side="right")))
+            samples = jax.tree.map(lambda x: x[:, keep], samples)
+            info, steps = {k: v[:, keep] for k, v in info.items()}, steps[keep]
+        total = ((np.asarray(counters.evals_hi).astype(np.int64) << 32)
+                 + np.asarray(counters.evals_lo).astype(np.int64))
+        s = self.settings
+        meta = {k: s[k] for k in ("num_steps", "burn_in", "thin", "seed", "num_chains", "prng")}
+        meta.update({k: s[k] for k in ("checkpoint", "stream_to") if s[k]})
+        meta.update(compile_time=self.compile_time, sampling_time=self.sampling_time,
+                    sampler=getattr(self.sampler, "name", type(self.sampler).__name__),
+                    num_data=self.problem.num_data, grad_evals_total=total.tolist())
+        return Result(samples, {"grad_evals": info["grad_evals"], "step": steps,
+                                **{k: v for k, v in info.items() if k != "grad_evals"}},
+                      meta, final_state=states)
+
+    def save_checkpoint(self) -> str:
+        from . import checkpoint as ckpt
+
+        states, counters, t0, next_block = self.cursor
+        leaves = jax.tree.leaves((states, counters))
+        arrays = {f"state/{i}": np.asarray(x) for i, x in enumerate(leaves)}
+        count = self.kept_before(next_block)
+        self.sink.truncate(count)
+        if isinstance(self.sink, MemorySink) and (parts := self.sink.arrays()) is not None:
+            samples, info, steps = parts
+            arrays.update({f"kept/samples/{i}": x
+                           for i, x in enumerate(jax.tree.leaves(samples))})
+            arrays.update({f"kept/info/{k}": v for k, v in info.items()})
+            arrays["kept/step"] = steps
+        settings = {k: v for k, v in self.settings.items() if k != "checkpoint"}
+        header = {"settings": settings, "positions": self.position_spec, "t0": t0,
+                  "next_block": next_block, "kept": count, "num_state_leaves": len(leaves),
+                  "compile_time": self.compile_time, "sampling_time": self.sampling_time,
+                  "fingerprint": ckpt.fingerprint(self.problem, self.sampler)}
+        path = self.settings["checkpoint"]
+        ckpt.write(path, header, arrays)
+        return path
+
+
+def _execute(run: _Run, progress: bool | None) -> Result:
+    """Run the blocks of ``run`` from where it stands to its end."""
+    problem, sampler, plan = run.problem, run.sampler, run.plan
+    states, counters, t0, first = run.cursor
+    rest = plan[first:]
+    n_block, thin = run.settings["draws_per_block"], run.settings["thin"]
+    every = run.settings["checkpoint_every"] or 1
+    last_checkpoint = t0
+    sampled_before = run.sampling_time
+    bar = t_run = None
     try:
-        for n_draws, steps, static, drop in plan:
+        # Compile up front (and only the programs the rest of the plan uses), so that
+        # compile_time holds all compilation and sampling_time none.
+        t_start = time.perf_counter()
+        args = (problem, sampler, states, counters, run.run_keys, np.int32(0))
+        run_block = run_steps = None
+        if any(static for _, _, static, _ in rest):
+            run_block = _run_block.lower(*args, n_draws=n_block, thin=thin).compile()
+        if not all(static for _, _, static, _ in rest):
+            run_steps = _run_steps.lower(*args, np.int32(1), np.int32(1),
+                                         max_draws=n_block).compile()
+        run.compile_time += time.perf_counter() - t_start
+        if _want_progress(progress):
+            from tqdm.auto import tqdm
+            bar = tqdm(total=run.settings["num_steps"], initial=t0,
+                       desc=getattr(sampler, "name", "sampling"), unit="step")
+        t_run = time.perf_counter()
+        for i in range(first, len(plan)):
+            n_draws, steps, static, drop = plan[i]
+            states, counters, t0, _ = run.cursor
             # NumPy scalars: creating device scalars costs ~0.1 ms each here.
             if static:
                 states, counters, buf = run_block(problem, sampler, states, counters,
-                                                  run_keys, np.int32(t0))
+                                                  run.run_keys, np.int32(t0))
             else:
                 states, counters, buf = run_steps(problem, sampler, states, counters,
-                                                  run_keys, np.int32(t0), np.int32(n_draws),
-                                                  np.int32(steps))
+                                                  run.run_keys, np.int32(t0),
+                                                  np.int32(n_draws), np.int32(steps))
             if drop < n_draws:  # slice on the host: an eager device slice costs more
-                kept.append(jax.tree.map(
-                    lambda b, n=n_draws, k=drop: np.swapaxes(np.asarray(b)[k:n], 0, 1), buf))
-                draw_steps.append(t0 + steps * np.arange(drop + 1, n_draws + 1))
-            t0 += n_draws * steps
+                run.sink.append(*_host_block(buf, drop, n_draws),
+                                t0 + steps * np.arange(drop + 1, n_draws + 1))
+            run.cursor = (states, counters, t0 + n_draws * steps, i + 1)
+            run.sampling_time = sampled_before + time.perf_counter() - t_run
             if bar is not None:
                 bar.update(n_draws * steps)
             bad = np.asarray(counters.bad_step)
             if (bad >= 0).any():
                 chain = int(np.argmin(np.where(bad >= 0, bad, np.iinfo(np.int32).max)))
                 step = int(bad[chain]) + 1
-                partial_res = _assemble(kept, draw_steps, sampler, problem, states, counters,
-                                        _timed(settings, compile_time, t_run),
-                                        max_step=step - 1)
-                raise DivergenceError(step, chain, partial_res)
+                raise DivergenceError(step, chain, run.result(max_step=step - 1))
+            done = run.cursor[2]
+            if run.settings["checkpoint"] and (done - last_checkpoint >= every
+                                               or i + 1 == len(plan)):
+                run.save_checkpoint()
+                last_checkpoint = done
+    except KeyboardInterrupt:
+        if t_run is not None:
+            run.sampling_time = sampled_before + time.perf_counter() - t_run
+        run.sink.truncate(run.kept_before(run.cursor[3]))
+        path = run.save_checkpoint() if run.settings["checkpoint"] else None
+        raise Interrupted(run.cursor[2], run.result(), path) from None
     finally:
         if bar is not None:
             bar.close()
-    return _assemble(kept, draw_steps, sampler, problem, states, counters,
-                     _timed(settings, compile_time, t_run))
+    result = run.result()
+    run.sink.close(result.meta)
+    return result
+
+
+def _host_block(buf: dict, drop: int, n_draws: int) -> tuple[PyTree, dict]:
+    """A block's kept draws on the host, draw axis second: (draws, statistics)."""
+    host = jax.tree.map(lambda b: np.swapaxes(np.asarray(b)[drop:n_draws], 0, 1), buf)
+    evals = (host["evals_hi"].astype(np.int64) << 32) + host["evals_lo"].astype(np.int64)
+    return host["position"], {"grad_evals": evals, **host["stats"]}
 
 
 def _default_draws_per_block(total_draws: int, cap: int) -> int:
@@ -402,33 +651,3 @@ def _block_plan(burn_in: int, num_draws: int, thin: int, trailing: int,
     if trailing:
         plan.append((1, trailing, False, 1))
     return plan
-
-
-def _timed(settings: dict, compile_time: float, t_run: float) -> dict:
-    return dict(settings, compile_time=compile_time,
-                sampling_time=time.perf_counter() - t_run)
-
-
-def _assemble(kept, draw_steps, sampler, problem, states, counters, meta,
-              max_step=None) -> Result:
-    """Concatenate the kept blocks into a Result (optionally only draws up to ``max_step``)."""
-    n = counters.bad_step.shape[0]
-    if kept:
-        cat = jax.tree.map(lambda *b: np.concatenate(b, axis=1), *kept)
-        steps = np.concatenate(draw_steps)
-    else:  # no draw kept yet: empty arrays of the right trailing shapes
-        pos = jax.tree.map(lambda x: np.zeros((x.shape[0], 0, *x.shape[1:]), x.dtype),
-                           _draw_fn(sampler, jax.vmap)(states))
-        cat = {"position": pos, "evals_hi": np.zeros((n, 0), np.uint32),
-               "evals_lo": np.zeros((n, 0), np.uint32), "stats": {}}
-        steps = np.zeros(0, np.int64)
-    keep = slice(None) if max_step is None else (steps <= max_step)
-    evals = (cat["evals_hi"].astype(np.int64) << 32) + cat["evals_lo"].astype(np.int64)
-    info = {"grad_evals": evals[:, keep], "step": steps[keep]}
-    info.update({k: v[:, keep] for k, v in cat["stats"].items()})
-    samples = jax.tree.map(lambda x: x[:, keep], cat["position"])
-    total = ((np.asarray(counters.evals_hi).astype(np.int64) << 32)
-             + np.asarray(counters.evals_lo).astype(np.int64))
-    meta = dict(meta, sampler=getattr(sampler, "name", type(sampler).__name__),
-                num_data=problem.num_data, grad_evals_total=total.tolist())
-    return Result(samples, info, meta, final_state=states)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DivergenceError"]
+__all__ = ["CheckpointError", "DivergenceError", "Interrupted"]
 
 
 class DivergenceError(FloatingPointError):
@@ -26,3 +26,32 @@ class DivergenceError(FloatingPointError):
             f"chain {self.chain} diverged (non-finite state) at step {self.step}; "
             f"{n} draws per chain kept before it are in .result. A smaller step size "
             "(or, for SGHMC, a larger friction · step size margin) usually helps.")
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was interrupted (Ctrl-C) between two blocks of steps.
+
+    A subclass of :class:`KeyboardInterrupt`, so an interrupted script still stops unless
+    it catches this.
+
+    Attributes:
+        step: the number of steps every chain had completed.
+        result: an :class:`sgmc.Result` with every draw kept up to ``step``.
+        checkpoint: the path of the checkpoint written at ``step`` (when the run had
+            ``checkpoint=``), from which :func:`sgmc.resume` continues; else None.
+    """
+
+    def __init__(self, step: int, result: Any, checkpoint: str | None) -> None:
+        self.step = int(step)
+        self.result = result
+        self.checkpoint = checkpoint
+        n = result.num_draws if result is not None else 0
+        then = (f"; sgmc.resume({checkpoint!r}, problem, sampler) continues the run"
+                if checkpoint else "")
+        super().__init__(f"sampling interrupted after step {self.step}; the {n} draws per "
+                         f"chain kept so far are in .result{then}")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file cannot be used: not a checkpoint, truncated or corrupted, or
+    written by a run of a different problem or sampler."""

@@ -119,7 +119,13 @@ class Result:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Result:
-        """Read a file written by :meth:`save`. Namedtuples come back as dicts."""
+        """Read a file written by :meth:`save`, or a folder written by
+        ``sgmc.sample(..., stream_to=folder)`` (its draws memory-mapped, not read).
+        Namedtuples come back as dicts."""
+        if os.path.isdir(path):
+            from ._store import load_stream
+
+            return load_stream(path)
         with np.load(path, allow_pickle=False) as npz:
             header = json.loads(str(npz["header"]))
             if header.get("format") != _FORMAT:
