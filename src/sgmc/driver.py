@@ -29,8 +29,10 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh
 
 from . import _validate as check
+from ._mesh import check_mesh, shardings, to_host
 from ._store import DiskSink, MemorySink, tree_from_spec, tree_spec
 from ._tree import all_finite, as_float_tree
 from .errors import DivergenceError, Interrupted
@@ -247,7 +249,7 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
            burn_in: int = 0, thin: int = 1, seed: int = 0, progress: bool | None = None,
            draws_per_block: int | None = None, prng: str = "threefry",
            checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
-           stream_to: str | os.PathLike | None = None) -> Result:
+           stream_to: str | os.PathLike | None = None, mesh: Mesh | None = None) -> Result:
     """Run ``num_chains`` chains of ``sampler`` on ``problem`` for ``num_steps`` steps each.
 
     The first ``burn_in`` steps are discarded; after them a draw is kept every ``thin``
@@ -287,6 +289,13 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
             grow with the run; the Result's draws are read-only memory maps of those files,
             and ``sgmc.Result.load(folder)`` opens them later (also after a crash: it then
             holds the draws written so far).
+        mesh: a :class:`jax.sharding.Mesh` with an axis named ``"chains"`` (its size must
+            divide ``num_chains``) and optionally one named ``"replicas"`` (for replica
+            exchange; its size must divide the number of replicas). Chains, and replicas,
+            are then split over the devices, the data replicated; the draws are those of
+            the same run on one device (bitwise whenever every device holds at least two
+            chains; with one chain per device XLA may reassociate a few float32 sums).
+            See :mod:`sgmc._mesh` for several hosts.
 
     Returns:
         :class:`sgmc.Result` with ``samples`` (leaves shaped (num_chains, num_draws, ...)),
@@ -318,6 +327,8 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
                                                              stream_to)
     positions = _chain_positions(problem, init, num_chains)
     sampler.check(problem, jax.tree.map(lambda x: x[0], positions), num_chains)
+    if mesh is not None:
+        check_mesh(mesh, num_chains, sampler)
     position_spec = _position_spec(positions) if checkpoint else None
 
     num_draws = (num_steps - burn_in) // thin
@@ -344,12 +355,12 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
                          jnp.full(num_chains, -1, jnp.int32))
     sink = DiskSink(stream_to, num_draws) if stream_to else MemorySink()
     run = _Run(problem, sampler, settings, sink, (states, counters, 0, 0), position_spec,
-               compile_time=time.perf_counter() - t_start)
+               mesh, compile_time=time.perf_counter() - t_start)
     return _execute(run, progress)
 
 
 def resume(path: str | os.PathLike, problem: Problem, sampler: Any,
-           progress: bool | None = None) -> Result:
+           progress: bool | None = None, mesh: Mesh | None = None) -> Result:
     """Continue the run saved in checkpoint ``path`` to its end and return its complete Result.
 
     The draws (and every per-draw statistic) are bitwise those of the same run made without
@@ -358,7 +369,8 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Any,
     model, data, sampler kind and hyper-parameters — checked by fingerprint). Checkpoints
     keep being written to ``path`` as the run goes on; if the run streamed its draws
     (``stream_to``), the folder must still be there. A finished run's checkpoint returns its
-    Result at once.
+    Result at once. ``mesh`` places the rest of the run on devices as in :func:`sample`
+    (it need not be the mesh the run started on).
 
     Raises:
         sgmc.CheckpointError: ``path`` is not a checkpoint, is truncated or corrupted (the
@@ -379,6 +391,8 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Any,
                 f"{path} was written by a run of a different {what} (its model, data or "
                 "settings differ); resume with the problem and sampler the run started with")
     settings = dict(header["settings"], checkpoint=path)
+    if mesh is not None:
+        check_mesh(mesh, settings["num_chains"], sampler)
     positions = _position_template(header["positions"])
     init_keys, _ = _chain_keys(settings)
     template = jax.eval_shape(_init_chains, problem, sampler, positions, init_keys)
@@ -400,7 +414,7 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Any,
     else:
         sink = MemorySink()
     cursor = (states, counters, int(header["t0"]), int(header["next_block"]))
-    run = _Run(problem, sampler, settings, sink, cursor, header["positions"],
+    run = _Run(problem, sampler, settings, sink, cursor, header["positions"], mesh,
                compile_time=float(header["compile_time"]),
                sampling_time=float(header["sampling_time"]))
     return _execute(run, progress)
@@ -479,7 +493,7 @@ class _Run:
     block more than the cursor accounts for, which :meth:`kept_before` lets us drop.
     """
 
-    def __init__(self, problem, sampler, settings, sink, cursor, position_spec,
+    def __init__(self, problem, sampler, settings, sink, cursor, position_spec, mesh=None,
                  compile_time=0.0, sampling_time=0.0):
         self.problem, self.sampler, self.settings = problem, sampler, settings
         self.sink, self.cursor, self.position_spec = sink, cursor, position_spec
@@ -489,6 +503,21 @@ class _Run:
         self.plan = _block_plan(s["burn_in"], _num_draws(s), s["thin"], trailing,
                                 s["draws_per_block"])
         self.run_keys = _chain_keys(s)[1]
+        self.placement = None
+        if mesh is not None:
+            on_problem, on_states, on_chains = shardings(mesh, sampler, cursor[0])
+            self.placement = (on_states, on_chains)
+            self.problem = jax.device_put(problem, on_problem)
+            self.run_keys = jax.device_put(self.run_keys, on_chains)
+            self.cursor = (*self.place(*cursor[:2]), *cursor[2:])
+
+    def place(self, states, counters):
+        """States and counters where the mesh wants them. The partitioner may return a
+        block's states sharded differently from how they went in (it splits what it can);
+        the compiled block program needs them exactly as it was compiled for."""
+        if self.placement is None:
+            return states, counters
+        return jax.device_put((states, counters), (self.placement[0], self.placement[1]))
 
     def kept_before(self, block: int) -> int:
         """Draws per chain kept by the blocks before ``block``."""
@@ -508,11 +537,13 @@ class _Run:
             keep = slice(int(np.searchsorted(steps, max_step, side="right")))
             samples = jax.tree.map(lambda x: x[:, keep], samples)
             info, steps = {k: v[:, keep] for k, v in info.items()}, steps[keep]
-        total = ((np.asarray(counters.evals_hi).astype(np.int64) << 32)
-                 + np.asarray(counters.evals_lo).astype(np.int64))
+        total = ((to_host(counters.evals_hi).astype(np.int64) << 32)
+                 + to_host(counters.evals_lo).astype(np.int64))
         s = self.settings
         meta = {k: s[k] for k in ("num_steps", "burn_in", "thin", "seed", "num_chains", "prng")}
         meta.update({k: s[k] for k in ("checkpoint", "stream_to") if s[k]})
+        if hasattr(self.sampler, "output"):  # a coupling: do draws hold every replica?
+            meta["output"] = self.sampler.output
         meta.update(compile_time=self.compile_time, sampling_time=self.sampling_time,
                     sampler=getattr(self.sampler, "name", type(self.sampler).__name__),
                     num_data=self.problem.num_data, grad_evals_total=total.tolist())
@@ -525,7 +556,7 @@ class _Run:
 
         states, counters, t0, next_block = self.cursor
         leaves = jax.tree.leaves((states, counters))
-        arrays = {f"state/{i}": np.asarray(x) for i, x in enumerate(leaves)}
+        arrays = {f"state/{i}": to_host(x) for i, x in enumerate(leaves)}
         count = self.kept_before(next_block)
         self.sink.truncate(count)
         if isinstance(self.sink, MemorySink) and (parts := self.sink.arrays()) is not None:
@@ -585,11 +616,11 @@ def _execute(run: _Run, progress: bool | None) -> Result:
             if drop < n_draws:  # slice on the host: an eager device slice costs more
                 run.sink.append(*_host_block(buf, drop, n_draws),
                                 t0 + steps * np.arange(drop + 1, n_draws + 1))
-            run.cursor = (states, counters, t0 + n_draws * steps, i + 1)
+            run.cursor = (*run.place(states, counters), t0 + n_draws * steps, i + 1)
             run.sampling_time = sampled_before + time.perf_counter() - t_run
             if bar is not None:
                 bar.update(n_draws * steps)
-            bad = np.asarray(counters.bad_step)
+            bad = to_host(counters.bad_step)
             if (bad >= 0).any():
                 chain = int(np.argmin(np.where(bad >= 0, bad, np.iinfo(np.int32).max)))
                 step = int(bad[chain]) + 1
@@ -615,7 +646,7 @@ def _execute(run: _Run, progress: bool | None) -> Result:
 
 def _host_block(buf: dict, drop: int, n_draws: int) -> tuple[PyTree, dict]:
     """A block's kept draws on the host, draw axis second: (draws, statistics)."""
-    host = jax.tree.map(lambda b: np.swapaxes(np.asarray(b)[drop:n_draws], 0, 1), buf)
+    host = jax.tree.map(lambda b: np.swapaxes(to_host(b)[drop:n_draws], 0, 1), buf)
     evals = (host["evals_hi"].astype(np.int64) << 32) + host["evals_lo"].astype(np.int64)
     return host["position"], {"grad_evals": evals, **host["stats"]}
 

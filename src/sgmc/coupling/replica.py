@@ -114,6 +114,9 @@ class ReplicaExchange:
     def num_replicas(self) -> int:
         return len(self.temperatures)
 
+    #: ReplicaState fields stacked over replicas (a device mesh may split them).
+    replica_stacked = ("dyn", "energy")
+
     @property
     def last_value_stats(self) -> tuple[str, ...]:
         """Info entries that are states (kept at the draw), not counts (summed)."""

@@ -1,0 +1,59 @@
+"""Sharded runs against single-device runs, on 8 simulated CPU devices.
+
+Run by tests/test_mesh.py in a subprocess, because the device count must be set before JAX
+starts: ``XLA_FLAGS=--xla_force_host_platform_device_count=8 python tests/mesh_run.py``.
+Prints one JSON line: for each case, whether the draws are bitwise equal and the largest
+absolute difference.
+"""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh
+
+import sgmc
+
+
+def mesh(shape, names):
+    n = int(np.prod(shape))
+    return Mesh(np.array(jax.devices()[:n]).reshape(shape), names)
+
+
+def compare(problem, sampler, init, mesh_, **run):
+    one = sgmc.sample(problem, sampler, init, **run)
+    many = sgmc.sample(problem, sampler, init, **run, mesh=mesh_)
+    a, b = np.asarray(one.samples), np.asarray(many.samples)
+    stats = {k: {"equal": bool(np.array_equal(one.info[k], many.info[k])),
+                 "max_rel_diff": float(np.max(np.abs(one.info[k] - many.info[k])
+                                              / np.maximum(np.abs(one.info[k]), 1e-30)))}
+             for k in one.info}
+    return {"bitwise": bool(np.array_equal(a, b)), "max_abs_diff": float(np.abs(a - b).max()),
+            "stats": stats, "devices": int(mesh_.devices.size),
+            "sharded_over": len(many.final_state.dyn.position.sharding.device_set)}
+
+
+def main():
+    assert len(jax.devices()) == 8, jax.devices()
+    X, y, _ = sgmc.models.synthetic_linear_data(1000, 3, seed=0)
+    post = sgmc.models.linear_regression(X, y)
+    run = dict(num_steps=600, num_chains=8, thin=10, seed=3)
+    sgld = sgmc.sgld(1e-4, batch_size=10)
+    svrg = sgmc.sghmc(2e-3, friction=2.0, batch_size=10, estimator=sgmc.svrg(period=100))
+    out = {
+        "sgld_8dev": compare(post, sgld, jnp.zeros(3), mesh((8,), ("chains",)), **run),
+        "svrg_4dev": compare(post, svrg, jnp.zeros(3), mesh((4,), ("chains",)), **run),
+        "svrg_8dev": compare(post, svrg, jnp.zeros(3), mesh((8,), ("chains",)), **run),
+    }
+    data = sgmc.models.synthetic_mixture_data(500, seed=0)
+    mix = sgmc.models.mixture_posterior(data)
+    rx = sgmc.replica_exchange(sgmc.sgld(1e-3, batch_size=20), [25.0, 50.0, 100.0, 1000.0],
+                               energy=sgmc.cv_energy(period=5), output="all")
+    out["replicas_2x4"] = compare(mix, rx, jnp.zeros(1), mesh((2, 4), ("chains", "replicas")),
+                                  num_steps=600, num_chains=2, thin=2, seed=4)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
