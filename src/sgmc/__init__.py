@@ -8,7 +8,7 @@ A sampler is a composition problem × estimator × dynamics × coupling (see DES
 ...                   init=jnp.zeros(5), num_steps=10_000, num_chains=4)  # doctest: +SKIP
 """
 
-from . import coupling, datasets, metrics, models, objectives, schedules
+from . import coupling, datasets, diagnostics, metrics, models, objectives, plots, schedules
 from .coupling import cv_energy, exact_energy, geometric_ladder, minibatch_energy, replica_exchange
 from .driver import resume, sample
 from .errors import CheckpointError, DivergenceError, Interrupted
@@ -21,8 +21,8 @@ from .sampler import psgld, sghmc, sgld
 __version__ = "0.1.0"
 
 __all__ = ["CheckpointError", "DivergenceError", "Interrupted", "Objective", "OptimizeResult",
-           "Posterior", "Result", "control_variate", "coupling", "cv_energy", "datasets", "ewsg",
-           "exact_energy", "gd", "gd_x_ld", "geometric_ladder", "ld", "metrics",
-           "minibatch_energy", "minimize", "models", "objectives", "psgld", "replica_exchange",
-           "resume", "saga", "sample", "schedules", "sgd", "sgd_x_sgld", "sghmc", "sgld",
-           "sgld_opt", "svrg", "uniform"]
+           "Posterior", "Result", "control_variate", "coupling", "cv_energy", "datasets",
+           "diagnostics", "ewsg", "exact_energy", "gd", "gd_x_ld", "geometric_ladder", "ld",
+           "metrics", "minibatch_energy", "minimize", "models", "objectives", "plots", "psgld",
+           "replica_exchange", "resume", "saga", "sample", "schedules", "sgd", "sgd_x_sgld",
+           "sghmc", "sgld", "sgld_opt", "svrg", "uniform"]

@@ -137,24 +137,99 @@ class Result:
         return cls(_decode(header["spec"], leaves), info, header["meta"])
 
     # -- diagnostics -------------------------------------------------------------------
-    def to_arviz(self):
-        """An ``arviz.InferenceData`` with the draws as ``posterior`` and per-draw
-        statistics (gradient evaluations, …) as ``sample_stats``."""
+    def has_replica_axis(self) -> bool:
+        """True if the draws keep every replica (``replica_exchange(..., output="all")``):
+        then every leaf of ``samples`` is (num_chains, num_draws, K, ...).
+
+        Decided from ``meta["output"]`` when the run recorded it, else by comparing the draws
+        with the final replica state held in memory; a loaded result without that record
+        counts as coldest-only (pass ``replica_axis=True`` to :meth:`to_arviz`)."""
+        labels = self.info.get("replica_labels")
+        if labels is None:
+            return False
+        if "output" in self.meta:
+            return self.meta["output"] == "all"
+        dyn = getattr(self.final_state, "dyn", None)
+        if dyn is None:
+            return False
+        # Final positions are (chains, K, *shape); the draws (chains, draws, [K,] *shape).
+        drawn = [np.shape(x)[2:] for x in _leaves(self.samples)]
+        final = [np.shape(x)[1:] for x in _leaves(dyn.position)]
+        return bool(drawn) and drawn == final
+
+    def to_arviz(self, replica_axis: bool | None = None):
+        """An ``arviz.InferenceData``: the draws as ``posterior``, per-draw statistics as
+        ``sample_stats``.
+
+        Names and dimensions: a bare-array position is the variable ``theta``; pytree
+        positions give one variable per leaf, named by their keys joined with ``.`` (``x0``,
+        ``x1``… for list/tuple items). Each variable is (chain, draw, ...) with extra dims
+        ``<name>_dim_0``…; draws that keep every replica (``output="all"``, see
+        :meth:`has_replica_axis`; force with ``replica_axis``) put a ``replica`` dim first
+        (slot 0 = coldest). ``sample_stats`` holds ``grad_evals`` (cumulative per-example
+        gradient evaluations), ``step`` (step number of each draw) and every other
+        (chain, draw, ...) statistic; replica-exchange statistics per adjacent pair
+        (``swaps``, ``swap_attempts``, ``energy_variance``) get a ``pair`` dim (pair k =
+        slots (k, k+1)), ``replica_labels`` a ``replica`` dim. Scalar metadata become
+        attributes (of the InferenceData and of its ``posterior`` group). Values are
+        float64 (float32 sums over ~1e6 draws lose digits), counts stay integers.
+        """
         import arviz as az
 
-        stats = {k: np.asarray(v) for k, v in self.info.items()
-                 if np.ndim(v) >= 2 and np.shape(v)[:2] == (self.num_chains, self.num_draws)}
-        # float64: float32 sums over ~1e6 draws lose digits (numpy reduces strided axes naively).
-        posterior = {k: v.astype(np.float64) for k, v in _flat_names(self.samples).items()}
-        return az.from_dict(posterior=posterior, sample_stats=stats,
-                            attrs={k: v for k, v in self.meta.items()
-                                   if isinstance(v, (str, int, float))})
+        c, n = self.num_chains, self.num_draws
+        rep = self.has_replica_axis() if replica_axis is None else bool(replica_axis)
+        posterior, dims = {}, {}
+        for name, value in _flat_names(self.samples).items():
+            value = np.asarray(value)
+            if value.shape[:2] != (c, n):
+                raise ValueError(f"draws of {name!r} have shape {value.shape}; expected "
+                                 f"leading axes (chains, draws) = {(c, n)}")
+            if rep and value.ndim < 3:
+                raise ValueError(f"replica_axis=True but draws of {name!r} have no axis "
+                                 "after (chain, draw)")
+            posterior[name] = value.astype(np.float64)
+            extra = value.ndim - 2 - rep
+            dims[name] = ["replica"] * rep + [f"{name}_dim_{i}" for i in range(extra)]
+        stats = {}
+        for key, value in self.info.items():
+            value = np.asarray(value)
+            if key == "step" and value.shape == (n,):
+                value = np.broadcast_to(value, (c, n))
+            if value.ndim < 2 or value.shape[:2] != (c, n):
+                continue
+            if not np.issubdtype(value.dtype, np.integer):
+                value = value.astype(np.float64)
+            stats[key] = value
+            extra = value.ndim - 2
+            if key in _PAIR_STATS and extra == 1:
+                dims[key] = ["pair"]
+            elif key == "replica_labels" and extra == 1:
+                dims[key] = ["replica"]
+            else:
+                dims[key] = [f"{key}_dim_{i}" for i in range(extra)]
+        attrs = {k: v for k, v in self.meta.items()
+                 if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+        idata = az.from_dict(posterior=posterior, sample_stats=stats or None, dims=dims,
+                             attrs=attrs)
+        idata.posterior.attrs.update(attrs)   # also on the group, where to_netcdf keeps them
+        return idata
 
     def summary(self, **kwargs):
-        """ArviZ summary table (mean, sd, ESS bulk/tail, R-hat) of the draws."""
+        """ArviZ summary table (mean, sd, MCSE, ESS bulk/tail, R-hat) of the draws;
+        ``kwargs`` go to ``arviz.summary`` (e.g. ``var_names``, ``kind="diagnostics"``).
+        R-hat needs at least 2 chains to be informative."""
         import arviz as az
 
         return az.summary(self.to_arviz(), **kwargs)
+
+
+_PAIR_STATS = ("swaps", "swap_attempts", "energy_variance")
+
+
+def _leaves(tree: PyTree) -> list:
+    import jax
+
+    return jax.tree.leaves(tree)
 
 
 def _json_default(obj: Any) -> Any:

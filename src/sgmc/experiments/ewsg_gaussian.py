@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
+from .. import diagnostics
 from ..driver import sample
 from ..estimators import ewsg, svrg
 from ..problem import Posterior
@@ -75,21 +76,10 @@ def problem(n: int, seed: int):
     return Posterior(_Quadratic(), _flat, centres), centres.mean(0), np.eye(2) / n
 
 
-def gaussian_kl(mean, cov, mu, sigma) -> float:
-    """KL(N(mean, cov) ‖ N(mu, sigma)) for 2-D Gaussians."""
-    si = np.linalg.inv(sigma)
-    diff = mu - mean
-    return 0.5 * float(np.trace(si @ cov) + diff @ si @ diff - len(mu)
-                       + np.log(np.linalg.det(sigma) / np.linalg.det(cov)))
-
-
 def kl_curve(draws: np.ndarray, mu, sigma) -> np.ndarray:
     """KL of the Gaussian fitted over chains at every draw; draws (chains, draws, 2)."""
     x = np.asarray(draws, np.float64)
-    out = []
-    for k in range(x.shape[1]):
-        out.append(gaussian_kl(x[:, k].mean(0), np.cov(x[:, k].T), mu, sigma))
-    return np.array(out)
+    return np.array([diagnostics.gaussian_kl(x[:, k], mu, sigma) for k in range(x.shape[1])])
 
 
 def samplers(n: int) -> dict:
