@@ -1,15 +1,117 @@
-"""The command line: `sgmc demo --quick` runs end to end and writes its figure."""
+"""The command line: `sgmc demo --quick` runs end to end and writes its report; bad input is
+refused by argparse; `sgmc reproduce --list` lists every experiment with its run time."""
+
+import re
 
 import pytest
 
 from sgmc.cli import main
+from sgmc.experiments import registry
+
+PAPERS = ("SVRG-HMC", "EWSG", "VR-reSGLD", "GD×LD")
 
 
-def test_demo_quick(tmp_path, capsys):
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """One `sgmc demo --quick` run shared by the tests below: (folder, printed text)."""
     pytest.importorskip("arviz")
     pytest.importorskip("matplotlib")
-    assert main(["demo", "--quick", "--out", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    for name in ("SGLD", "SGHMC (Euler)", "SGHMC (splitting)"):
-        assert name in out
-    assert (tmp_path / "demo_linear_regression.png").stat().st_size > 10_000
+    import contextlib
+    import io
+
+    out = tmp_path_factory.mktemp("demo")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["demo", "--quick", "--out", str(out), "--seed", "3"]) == 0
+    return out, buf.getvalue()
+
+
+def _table_rows(markdown: str) -> list[list[str]]:
+    """Rows of the first Markdown table (the summary), header and rule excluded."""
+    lines = markdown.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| paper |"))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]])
+    return rows
+
+
+def test_demo_prints_one_table(demo):
+    _, text = demo
+    header = [line for line in text.splitlines() if line.startswith("paper")]
+    assert len(header) == 1  # one table
+    for col in ("method(s)", "claim", "measured", "holds?"):
+        assert col in header[0]
+    for paper in PAPERS:
+        assert paper in text
+    assert "report.md" in text
+
+
+def test_demo_report_has_one_row_per_paper(demo):
+    out, _ = demo
+    md = (out / "report.md").read_text(encoding="utf-8")
+    rows = _table_rows(md)
+    assert len(rows) == len(PAPERS)
+    for row, paper in zip(rows, PAPERS, strict=True):
+        assert len(row) == 5
+        assert row[0].startswith(paper)
+        assert row[3]  # something was measured
+        assert row[4] in {"yes", "no", "partly"}
+    assert "**seed**: 3" in md
+
+
+def test_demo_report_links_existing_figures(demo):
+    out, _ = demo
+    md = (out / "report.md").read_text(encoding="utf-8")
+    figures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
+    assert len(figures) >= len(PAPERS)
+    for fig in figures:
+        assert not fig.startswith("/")  # relative: the folder is self-contained
+        assert fig.endswith(".png")
+        assert (out / fig).stat().st_size > 10_000, fig
+    html = (out / "report.html").read_text(encoding="utf-8")
+    for fig in figures:
+        assert f"src='{fig}'" in html
+
+
+def test_demo_report_names_the_full_experiments(demo):
+    """Every section gives the exact `sgmc reproduce NAME` command, with a NAME that exists."""
+    out, _ = demo
+    md = (out / "report.md").read_text(encoding="utf-8")
+    names = re.findall(r"`sgmc reproduce ([a-z0-9-]+)`", md)
+    assert len(names) == len(PAPERS)
+    assert set(names) <= set(registry())
+    assert "## 1." in md and "settings" in md
+
+
+@pytest.mark.parametrize("seed", ["-1", "abc", "1.5", str(2**32)])
+def test_demo_bad_seed_is_refused_by_argparse(seed, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "--quick", "--out", str(tmp_path), "--seed", seed])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--seed" in err and ("must be in [0, " in err or "must be an integer" in err)
+    assert not (tmp_path / "report.md").exists()
+
+
+def test_run_demo_checks_seed_before_running(tmp_path):
+    from sgmc.demo import run_demo
+
+    with pytest.raises(ValueError, match=r"seed must be in \[0, "):
+        run_demo(out=str(tmp_path), quick=True, seed=-1)
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        run_demo(out=str(tmp_path), quick=True, seed=1.0)
+
+
+def test_reproduce_list_shows_every_experiment_with_its_time(capsys):
+    assert main(["reproduce", "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    exps = registry()
+    assert len(exps) >= 6
+    for name, exp in exps.items():
+        line = next((ln for ln in lines if ln.split() and ln.split()[0] == name), None)
+        assert line is not None, f"{name} is not listed"
+        assert f"~{exp.minutes_full:g} min" in line
+        assert exp.minutes_full > 0

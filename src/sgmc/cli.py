@@ -10,11 +10,17 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sgmc", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="sample a Bayesian linear regression posterior with "
-                          "SGLD and SGHMC and compare with the exact posterior")
-    demo.add_argument("--out", default="sgmc-demo", help="folder for the figure")
-    demo.add_argument("--quick", action="store_true", help="a reduced run (under a minute)")
-    demo.add_argument("--seed", type=int, default=0)
+    demo = sub.add_parser("demo", help="a small run of each paper's headline experiment: "
+                          "one table (claim, measured, holds?) and a report folder",
+                          description="Run a small version of each paper's headline "
+                          "experiment, print one table and write report.md, report.html "
+                          "and the figures to --out.")
+    demo.add_argument("--out", default="sgmc-demo", metavar="DIR",
+                      help="folder for the report and figures (default: sgmc-demo)")
+    demo.add_argument("--quick", action="store_true",
+                      help="the reduced run the tests use (mostly compiling)")
+    demo.add_argument("--seed", type=_demo_seed, default=0,
+                      help="integer seed in [0, 2**32 - 101] (default: 0)")
     rep = sub.add_parser("reproduce", help="run one paper experiment (--list shows them)")
     rep.add_argument("name", nargs="?", help="experiment name")
     rep.add_argument("--list", action="store_true", help="list the experiments and exit")
@@ -32,6 +38,19 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "reproduce":
         return _reproduce(args, parser)
     return 0
+
+
+def _demo_seed(text: str) -> int:
+    """argparse type for ``demo --seed``: an integer in [0, sgmc.demo.MAX_SEED]."""
+    from .demo import MAX_SEED
+
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if not 0 <= seed <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be in [0, {MAX_SEED}], got {seed}")
+    return seed
 
 
 def _reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
