@@ -30,9 +30,6 @@ Run ``python benchmarks/bench_core.py`` (full: N = 100,000, 20,000 steps; a few 
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,11 +40,22 @@ import jax.numpy as jnp
 import numpy as np
 
 import sgmc
+from sgmc.bench import (
+    CompileCounter,
+    Timing,
+    best,
+    device_variant,
+    interleaved,
+    median,
+    sgmc_keys,
+    sgmc_variant,
+)
+from sgmc.bench import load_average as _load
+from sgmc.bench import loop_variant as _loop_variant
+from sgmc.bench import source_version as _source_version
+from sgmc.bench import verdict as _verdict
 from sgmc.sampler import Sampler, SamplerState
 
-Timing = dict[str, float]
-
-_BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 _IMPLS = {"threefry": "threefry2x32", "rbg": "rbg"}
 
 
@@ -75,21 +83,6 @@ FULL = Config(num_data=100_000, dim=54, batch_size=50, step_size=1e-5, num_steps
 QUICK = Config(num_data=10_000, dim=54, batch_size=50, step_size=1e-5, num_steps=2_000,
                repeats=3, loop_repeats=2, chain_counts=(1, 16), chain_steps=500,
                chain_repeats=2)
-
-
-class CompileCounter:
-    """Counts XLA backend compilations (via ``jax.monitoring``) since the last ``reset``."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        jax.monitoring.register_event_duration_secs_listener(self._on_event)
-
-    def _on_event(self, event: str, duration: float, **kwargs: str | int) -> None:
-        if event == _BACKEND_COMPILE:
-            self.count += 1
-
-    def reset(self) -> None:
-        self.count = 0
 
 
 # --------------------------------------------------------------------------------------
@@ -178,79 +171,9 @@ def make_vmapped_scan(cfg: Config) -> Callable[..., jax.Array]:
     return run
 
 
-def sgmc_keys(seed: int, num_chains: int, prng: str) -> tuple[jax.Array, jax.Array]:
-    """The per-chain (init, run) keys sgmc derives from ``seed`` (see sgmc.driver)."""
-    chain_keys = jax.random.split(jax.random.key(seed, impl=_IMPLS[prng]), num_chains)
-    pairs = jax.vmap(jax.random.split)(chain_keys)
-    return pairs[:, 0], pairs[:, 1]
-
-
 # --------------------------------------------------------------------------------------
-# Timing harness.
+# Checks (the timing harness lives in sgmc.bench).
 # --------------------------------------------------------------------------------------
-
-
-def interleaved(variants: dict[str, Callable[[], Timing]],
-                repeats: dict[str, int] | int) -> dict[str, dict[str, list[float]]]:
-    """Run every variant ``repeats`` times, round-robin; return all timings per metric."""
-    reps = repeats if isinstance(repeats, dict) else dict.fromkeys(variants, repeats)
-    out: dict[str, dict[str, list[float]]] = {name: {} for name in variants}
-    for r in range(max(reps.values())):
-        for name, fn in variants.items():
-            if r < reps[name]:
-                for metric, value in fn().items():
-                    out[name].setdefault(metric, []).append(value)
-    return out
-
-
-def best(times: dict[str, dict[str, list[float]]], name: str, metric: str = "wall") -> float:
-    return min(times[name][metric])
-
-
-def median(times: dict[str, dict[str, list[float]]], name: str, metric: str = "wall") -> float:
-    return statistics.median(times[name][metric])
-
-
-def sgmc_variant(post: sgmc.Posterior, sampler: Sampler, init: jax.Array, num_steps: int,
-                 num_chains: int, prng: str, seed: int, compiles: CompileCounter,
-                 recompiles: dict[str, int], label: str) -> Callable[[], Timing]:
-    """A timed ``sgmc.sample`` call (after a warm-up call); records compilations."""
-    def run() -> Timing:
-        compiles.reset()
-        t0 = time.perf_counter()
-        res = sgmc.sample(post, sampler, init, num_steps, num_chains=num_chains, seed=seed,
-                          progress=False, prng=prng)
-        wall = time.perf_counter() - t0
-        recompiles[label] = recompiles.get(label, 0) + compiles.count
-        return {"sampling": res.meta["sampling_time"], "wall": wall}
-
-    return run
-
-
-def device_variant(fn: Callable[[], jax.Array]) -> Callable[[], Timing]:
-    """A timed call of a jitted function, blocking until its output is ready."""
-    def run() -> Timing:
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        return {"wall": time.perf_counter() - t0}
-
-    return run
-
-
-def loop_variant(step: Callable[..., jax.Array], x: jax.Array, y: jax.Array,
-                 theta0: jax.Array, run_key: jax.Array, num_steps: int) -> Callable[[], Timing]:
-    """A Python loop over a jitted step, appending every draw, blocking at the end."""
-    def run() -> Timing:
-        theta = theta0
-        draws = []
-        t0 = time.perf_counter()
-        for t in range(num_steps):
-            theta = step(theta, x, y, run_key, t)
-            draws.append(theta)
-        draws[-1].block_until_ready()  # each draw depends on the previous one
-        return {"wall": time.perf_counter() - t0}
-
-    return run
 
 
 def run_loop_once(step: Callable[..., jax.Array], x: jax.Array, y: jax.Array,
@@ -274,28 +197,6 @@ def max_abs_diff(a: np.ndarray | jax.Array, b: np.ndarray | jax.Array) -> float:
 def _fmt_row(name: str, best_s: float, med_s: float, steps: int, width: int = 46) -> str:
     return (f"  {name:<{width}} {best_s:9.3f} {med_s:9.3f} {steps / best_s:12,.0f} "
             f"{1e6 * best_s / steps:9.2f}")
-
-
-def _source_version() -> str:
-    """The git commit of the sgmc source being timed (``+dirty`` with local changes)."""
-    root = os.path.dirname(os.path.abspath(sgmc.__file__))
-    try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty=+dirty"], cwd=root,
-                             capture_output=True, text=True, timeout=10, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return out.stdout.strip()
-
-
-def _load() -> str:
-    """The 1-, 5- and 15-minute load averages (other processes skew timings)."""
-    return " ".join(f"{v:.2f}" for v in os.getloadavg())
-
-
-def _verdict(ratio: float, target: float, at_most: bool) -> str:
-    ok = ratio <= target if at_most else ratio >= target
-    sign = "≤" if at_most else "≥"
-    return f"target {sign} {target:g}: {'MET' if ok else 'MISSED'}"
 
 
 def bench_single_chain(cfg: Config, post: sgmc.Posterior, x: jax.Array, y: jax.Array,
@@ -342,7 +243,7 @@ def bench_single_chain(cfg: Config, post: sgmc.Posterior, x: jax.Array, y: jax.A
     scan_draws = scans["minimal"](x, y, theta0, run_key, check_steps)
     print(f"  python loop vs minimal scan, first {check_steps} draws: "
           f"max |Δ| = {max_abs_diff(loop_draws, scan_draws):.2e}")
-    variants["python loop threefry"] = loop_variant(step, x, y, theta0, run_key, n)
+    variants["python loop threefry"] = _loop_variant(step, theta0, (x, y, run_key), n)
 
     reps = {name: (cfg.loop_repeats if name.startswith("python") else cfg.repeats)
             for name in variants}

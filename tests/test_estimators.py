@@ -31,6 +31,21 @@ def test_permutation_with_a_ragged_last_batch_reshuffles():
     assert len(set(idx[2:4].ravel())) == 10
 
 
+def test_permutation_orders_are_uniform():
+    """Over 4,000 epochs of N = 6 in batches of 2, the ordered pair that opens an epoch is
+    uniform over the 30 possibilities (chi-square, 29 degrees of freedom: the 0.999 quantile
+    is 58.3), and a large N is covered exactly once per epoch."""
+    idx = _draws(Batcher(2, "permutation"), 6, 3 * 4000)
+    first = idx[::3]
+    counts = np.bincount(first[:, 0] * 6 + first[:, 1], minlength=36)
+    assert np.all(counts[[0, 7, 14, 21, 28, 35]] == 0)  # never the same datum twice
+    expected = len(first) / 30
+    chi2 = np.sum((counts[counts > 0] - expected) ** 2 / expected)
+    assert chi2 < 58.3
+    big = _draws(Batcher(1000, "permutation"), 100_003, 100)
+    assert len(np.unique(big)) == 100_000
+
+
 def test_replacement_is_uniform():
     idx = _draws(Batcher(50, "replacement"), 10, 200).ravel()  # 10,000 draws over 10 values
     counts = np.bincount(idx, minlength=10)
@@ -52,4 +67,6 @@ def test_permutation_sampling_in_a_run():
     sampler = sgmc.sgld(1e-3, batch_size=8, estimator=sgmc.uniform(sampling="permutation"))
     res = sgmc.sample(post, sampler, jnp.zeros(2), num_steps=20, num_chains=2)
     assert res.samples.shape == (2, 20, 2) and np.all(np.isfinite(res.samples))
-    assert res.final_state.batch.perm.shape == (2, 40)
+    # O(1) state per chain (no stored permutation): 20 steps of 8 = 4 epochs of 5 batches.
+    assert res.final_state.batch.cursor.tolist() == [40, 40]
+    assert res.final_state.batch.epoch.tolist() == [3, 3]

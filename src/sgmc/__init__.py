@@ -17,11 +17,12 @@ from .optimize import OptimizeResult, gd, gd_x_ld, ld, minimize, sgd, sgd_x_sgld
 from .problem import Objective, Posterior
 from .result import Result
 from .sampler import psgld, sghmc, sgld
+from .streaming import Stream
 
 __version__ = "0.1.0"
 
 __all__ = ["CheckpointError", "DivergenceError", "Interrupted", "Objective", "OptimizeResult",
-           "Posterior", "Result", "control_variate", "coupling", "cv_energy", "datasets",
+           "Posterior", "Result", "Stream", "control_variate", "coupling", "cv_energy", "datasets",
            "diagnostics", "ewsg", "exact_energy", "gd", "gd_x_ld", "geometric_ladder", "ld",
            "metrics", "minibatch_energy", "minimize", "models", "objectives", "plots", "psgld",
            "replica_exchange", "resume", "saga", "sample", "schedules", "sgd", "sgd_x_sgld",

@@ -30,8 +30,19 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--seed", type=int, default=0)
     rep.add_argument("--data", metavar="DIR", default=None,
                      help="folder of the datasets (default: $SGMC_DATA or ../shared/data)")
+    bench = sub.add_parser("bench", help="speed benchmarks: sgmc against BlackJAX, a PyTorch "
+                           "loop and itself (scaling, full passes); prints tables",
+                           description="Speed benchmarks (see sgmc.bench): ratios measured "
+                           "in this process, best of several repeats after a warm-up.")
+    from .bench import add_arguments as _bench_arguments
+
+    _bench_arguments(bench)
     args = parser.parse_args(argv)
-    if args.command == "demo":
+    if args.command == "bench":
+        from .bench import run as run_bench
+
+        run_bench(quick=args.quick, only=args.only, json_path=args.json)
+    elif args.command == "demo":
         from .demo import run_demo
 
         run_demo(out=args.out, quick=args.quick, seed=args.seed)

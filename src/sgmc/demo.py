@@ -3,7 +3,7 @@
 Four sections, one per paper, each a reduced run of the experiment that ``sgmc reproduce``
 runs in full (the code is the experiment modules' own, called rather than copied):
 
-1. SVRG-HMC (Li, Zhang, Lin & Zhou; ALGORITHMS.md §5): Bayesian linear regression with a
+1. SVRG-HMC (Li, Zhang, Cheng, Zhu & Li; ALGORITHMS.md §5): Bayesian linear regression with a
    conjugate posterior, batch b = 10, SVRG period K = N/b, every chain from θ = 0, the
    paper's horizon of 5 data passes, each method's step size picked from a small relative
    grid on a validation run (as the paper's protocol). The error of the posterior-mean

@@ -23,6 +23,8 @@ import math
 import os
 import sys
 import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -270,8 +272,9 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
             only on an interactive terminal outside CI, when tqdm is installed.
         draws_per_block: draws computed per compiled block, burn-in included (burn-in
             runs as draws at this ``thin`` that are dropped). Default: about 1/20 of the
-            run, capped so that a block's draws take at most 64 MiB and its steps at most
-            ``checkpoint_every``, and chosen to divide the run's draws when it can, so that
+            run, capped so that a block's draws take at most 64 MiB, its steps at most
+            ``checkpoint_every`` and, with streamed data, about buffer_rows / batch_size
+            (see :class:`sgmc.Stream`), and chosen to divide the run's draws when it can, so that
             the run needs one compiled program. The draws do not depend on it.
         prng: ``"threefry"`` (default; the same draws on every backend and sharding) or
             ``"rbg"`` (faster random bits; draws may differ across backends).
@@ -329,6 +332,7 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
     sampler.check(problem, jax.tree.map(lambda x: x[0], positions), num_chains)
     if mesh is not None:
         check_mesh(mesh, num_chains, sampler)
+    _check_stream(problem, sampler)
     position_spec = _position_spec(positions) if checkpoint else None
 
     num_draws = (num_steps - burn_in) // thin
@@ -339,6 +343,11 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
         cap = max(1, _BLOCK_BYTES // max(bytes_per_draw, 1))
         if checkpoint_every is not None:
             cap = min(cap, max(1, checkpoint_every // thin))
+        if problem.stream is not None:
+            # A block's minibatches come from one buffer of B rows: keep a block to about
+            # B / batch_size steps so that its minibatches barely reuse rows (sgmc.streaming).
+            b = getattr(getattr(sampler, "sampler", sampler), "batch_size", None)
+            cap = min(cap, max(1, problem.num_data // (b or problem.num_data) // thin))
         draws_per_block = _default_draws_per_block(total_draws, cap)
     settings = {"num_steps": num_steps, "burn_in": burn_in, "thin": thin, "seed": seed,
                 "num_chains": num_chains, "prng": prng,
@@ -418,6 +427,23 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Any,
                compile_time=float(header["compile_time"]),
                sampling_time=float(header["sampling_time"]))
     return _execute(run, progress)
+
+
+def _check_stream(problem: Problem, sampler: Any) -> None:
+    """Samplers that cannot run on streamed data (see :mod:`sgmc.streaming`)."""
+    from .estimators.saga import SAGA
+
+    if problem.stream is None:
+        return
+    estimator = getattr(getattr(sampler, "sampler", sampler), "estimator", None)
+    if isinstance(estimator, SAGA):
+        raise ValueError("SAGA cannot run on streamed data (sgmc.Stream): its table is "
+                         "indexed by buffer rows, which change every block; use svrg(...)")
+    if getattr(estimator, "sampling", None) == "replacement":
+        warnings.warn("streamed data with minibatches drawn with replacement: a buffer's rows "
+                      "are then reused unevenly and the draws come out overdispersed; use "
+                      "sampling='permutation' in the estimator (see sgmc.streaming)",
+                      UserWarning, stacklevel=3)
 
 
 def _check_storage(checkpoint, checkpoint_every, stream_to):
@@ -503,11 +529,12 @@ class _Run:
         self.plan = _block_plan(s["burn_in"], _num_draws(s), s["thin"], trailing,
                                 s["draws_per_block"])
         self.run_keys = _chain_keys(s)[1]
-        self.placement = None
+        self.placement, self.put_data = None, jax.device_put
         if mesh is not None:
             on_problem, on_states, on_chains = shardings(mesh, sampler, cursor[0])
             self.placement = (on_states, on_chains)
             self.problem = jax.device_put(problem, on_problem)
+            self.put_data = partial(jax.device_put, device=on_problem)
             self.run_keys = jax.device_put(self.run_keys, on_chains)
             self.cursor = (*self.place(*cursor[:2]), *cursor[2:])
 
@@ -546,7 +573,7 @@ class _Run:
             meta["output"] = self.sampler.output
         meta.update(compile_time=self.compile_time, sampling_time=self.sampling_time,
                     sampler=getattr(self.sampler, "name", type(self.sampler).__name__),
-                    num_data=self.problem.num_data, grad_evals_total=total.tolist())
+                    num_data=self.problem.total_data, grad_evals_total=total.tolist())
         return Result(samples, {"grad_evals": info["grad_evals"], "step": steps,
                                 **{k: v for k, v in info.items() if k != "grad_evals"}},
                       meta, final_state=states)
@@ -585,7 +612,16 @@ def _execute(run: _Run, progress: bool | None) -> Result:
     last_checkpoint = t0
     sampled_before = run.sampling_time
     bar = t_run = None
+    # Streamed data: block i runs on its own buffer, read and put on the device by a
+    # thread while block i − 1 runs (block 0's buffer is the problem's own).
+    stream = problem.stream
+    pool = ThreadPoolExecutor(1) if stream is not None else None
+
+    def buffer(i):
+        return problem if i == 0 else problem.with_buffer(i, run.put_data)
+
     try:
+        upcoming = pool.submit(buffer, first) if pool else None
         # Compile up front (and only the programs the rest of the plan uses), so that
         # compile_time holds all compilation and sampling_time none.
         t_start = time.perf_counter()
@@ -605,12 +641,17 @@ def _execute(run: _Run, progress: bool | None) -> Result:
         for i in range(first, len(plan)):
             n_draws, steps, static, drop = plan[i]
             states, counters, t0, _ = run.cursor
+            data = problem
+            if pool:
+                data = upcoming.result()
+                if i + 1 < len(plan):
+                    upcoming = pool.submit(buffer, i + 1)
             # NumPy scalars: creating device scalars costs ~0.1 ms each here.
             if static:
-                states, counters, buf = run_block(problem, sampler, states, counters,
+                states, counters, buf = run_block(data, sampler, states, counters,
                                                   run.run_keys, np.int32(t0))
             else:
-                states, counters, buf = run_steps(problem, sampler, states, counters,
+                states, counters, buf = run_steps(data, sampler, states, counters,
                                                   run.run_keys, np.int32(t0),
                                                   np.int32(n_draws), np.int32(steps))
             if drop < n_draws:  # slice on the host: an eager device slice costs more
@@ -639,6 +680,8 @@ def _execute(run: _Run, progress: bool | None) -> Result:
     finally:
         if bar is not None:
             bar.close()
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     result = run.result()
     run.sink.close(result.meta)
     return result

@@ -215,7 +215,8 @@ def plot_error_vs_passes(curves: Mapping[str, Any], error: Callable | None = Non
             :class:`sgmc.Result` together with ``error``.
         error: for Result entries, ``error(result) -> (num_draws,)`` array (e.g. a running
             KL); the passes are ``result.data_passes`` averaged over chains.
-        ylabel, title: axis label and title.
+        ylabel: the error axis label.
+        title: the axes' title.
         logy: logarithmic error axis (non-positive values are then not drawn).
         path: also save the figure there as a PNG.
     """
@@ -271,10 +272,12 @@ def plot_optimization(results, *, tol: float | None = None, f_star: float | None
         results: an :class:`sgmc.OptimizeResult` (its replications are drawn as thin lines,
             at most ``max_lines``, with the median) or a mapping name -> OptimizeResult (the
             median with the inter-quartile band of each).
-        tol, f_star, x_star: success is F ≤ f_star + tol, or ‖X − x_star‖ ≤ tol (needs
+        tol: success is F ≤ f_star + tol, or ‖X − x_star‖ ≤ tol (needs
             ``record_path=True``); see :func:`sgmc.diagnostics.success_probability`.
             Without ``tol`` only the value panel is drawn; with ``tol`` alone f_star is
             the minimum F seen in all runs.
+        f_star: the known minimum value F*.
+        x_star: the known minimiser x*.
         logx: logarithmic iteration axis.
         logy: logarithmic value axis (for positive objectives, e.g. F − F*).
         max_lines: replications drawn for a single result.

@@ -22,6 +22,7 @@ into the program as constants), the user functions are static and key the compil
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -66,6 +67,16 @@ def _as_data(data: PyTree, name: str = "data") -> tuple[PyTree, int]:
     return jax.tree_util.tree_unflatten(treedef, arrays), int(n)
 
 
+def _stream_or_data(problem: Problem, data: PyTree) -> tuple[PyTree, int]:
+    """Device data for a new problem: the arrays, or a stream's first buffer (then the
+    stream is recorded on ``problem``)."""
+    from .streaming import Stream
+
+    stream = data if isinstance(data, Stream) else None
+    object.__setattr__(problem, "stream", stream)
+    return _as_data(stream.fetch(0) if stream is not None else data)
+
+
 def _tree_add(a: PyTree, b: PyTree) -> PyTree:
     return jax.tree.map(jnp.add, a, b)
 
@@ -91,6 +102,21 @@ class Problem:
 
     def datum_energy(self, params: PyTree, datum: PyTree) -> jax.Array:  # pragma: no cover
         raise NotImplementedError
+
+    # -- streamed data (see sgmc.streaming) ----------------------------------------------
+    stream: Any = None
+
+    @property
+    def total_data(self) -> int:
+        """N, all the data's rows (``num_data`` is the rows on the device: fewer when the
+        data stream in buffers)."""
+        return self.stream.num_data if self.stream is not None else self.num_data
+
+    def with_buffer(self, block: int, put: Callable = jax.device_put) -> Problem:
+        """This problem on block ``block``'s buffer of a streamed dataset (same shapes)."""
+        new = copy.copy(self)
+        object.__setattr__(new, "data", put(self.stream.fetch(block)))
+        return new
 
     # -- minibatches -------------------------------------------------------------------
     @property
@@ -245,7 +271,8 @@ class Posterior(Problem):
         loglik: ``loglik(params, datum) -> scalar``, the log-likelihood of ONE datum, where
             ``datum`` is one slice of ``data`` along its leading axis.
         logprior: ``logprior(params) -> scalar``.
-        data: an array or pytree of arrays sharing a leading axis of length N.
+        data: an array or pytree of arrays sharing a leading axis of length N, or an
+            :class:`sgmc.Stream` of data too large for the device (read in buffers).
         chunk_size: rows per chunk in full-data passes (memory O(chunk_size · d)).
     """
 
@@ -254,12 +281,13 @@ class Posterior(Problem):
     logprior: Callable = static()
     chunk_size: int = static(1024)
     num_data: int = static(0)
+    stream: Any = static(None)
 
     def __init__(self, loglik: Callable, logprior: Callable, data: PyTree,
                  chunk_size: int = 1024) -> None:
         check.callable_("loglik", loglik)
         check.callable_("logprior", logprior)
-        arrays, n = _as_data(data)
+        arrays, n = _stream_or_data(self, data)
         chunk = check.integer("chunk_size", chunk_size, lo=1)
         object.__setattr__(self, "data", arrays)
         object.__setattr__(self, "loglik", loglik)
@@ -269,7 +297,8 @@ class Posterior(Problem):
 
     @property
     def data_weight(self) -> float:
-        return 1.0
+        # A streamed buffer of B rows stands for all N: each of its terms counts N/B times.
+        return self.stream.weight if self.stream is not None else 1.0
 
     def exact_energy(self, params: PyTree) -> jax.Array:
         return -self.logprior(params)
@@ -287,7 +316,9 @@ class Objective(Problem):
 
     Args:
         f: ``f(x, datum) -> scalar`` when ``data`` is given, else ``f(x) -> scalar``.
-        data: optional array or pytree of arrays sharing a leading axis.
+        data: optional array or pytree of arrays sharing a leading axis, or an
+            :class:`sgmc.Stream` (a batch mean over a buffer is already unbiased for the mean
+            over all rows, so no weight changes).
         chunk_size: rows per chunk in full-data passes.
     """
 
@@ -295,6 +326,7 @@ class Objective(Problem):
     f: Callable = static()
     chunk_size: int = static(1024)
     num_data: int = static(0)
+    stream: Any = static(None)
 
     def __init__(self, f: Callable, data: PyTree = None, chunk_size: int = 1024) -> None:
         check.callable_("f", f)
@@ -302,7 +334,7 @@ class Objective(Problem):
         if data is None:
             arrays, n = None, 0
         else:
-            arrays, n = _as_data(data)
+            arrays, n = _stream_or_data(self, data)
         object.__setattr__(self, "data", arrays)
         object.__setattr__(self, "f", f)
         object.__setattr__(self, "chunk_size", max(1, min(chunk, n)))

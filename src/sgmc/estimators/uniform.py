@@ -39,6 +39,6 @@ def uniform(sampling: str = "replacement") -> Uniform:
 
     Args:
         sampling: ``"replacement"`` (i.i.d. indices, the default) or ``"permutation"``
-            (each epoch walks a fresh random permutation; needs N int32 of state per chain).
+            (each epoch walks a fresh pseudo-random permutation, computed, not stored).
     """
     return Uniform(check.choice("sampling", sampling, SAMPLING_SCHEMES))

@@ -80,7 +80,7 @@ class MLP:
     def __call__(self, params: dict, datum) -> jax.Array:
         out = self.apply(params, datum["x"])
         if self.task == "classification":
-            return jnp.take(jax.nn.log_softmax(out), datum["y"])
+            return jnp.take(jax.nn.log_softmax(out), datum["y"], axis=-1)
         log_sigma = (params["log_noise"] if self.noise_std is None
                      else jnp.log(jnp.asarray(self.noise_std, out.dtype)))
         r = (datum["y"] - out[0]) * jnp.exp(-log_sigma)
