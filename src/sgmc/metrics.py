@@ -10,6 +10,7 @@ averaged prediction against held-out labels.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import jax
@@ -27,9 +28,14 @@ def predictions(predict: Callable[[PyTree, Any], jax.Array], draws: PyTree, X,
     """``predict(θ_s, X)`` for every draw θ_s; the leaves of ``draws`` have a leading draw
     axis S (e.g. ``jax.tree.map(lambda a: a[chain], res.samples)``). Returns (S, …)."""
     size = check.integer("draws_per_batch", draws_per_batch, lo=1)
-    X = jax.numpy.asarray(X)
-    out = jax.jit(lambda d: jax.lax.map(lambda p: predict(p, X), d, batch_size=size))(draws)
-    return np.asarray(out)
+    return np.asarray(_predict_all(predict, size, draws, jax.numpy.asarray(X)))
+
+
+@partial(jax.jit, static_argnums=(0, 1))
+def _predict_all(predict, size, draws, X):
+    # Module-level and keyed on `predict` (hashable: a function or a model's bound method),
+    # with X an argument: repeated calls reuse one compiled program per shape.
+    return jax.lax.map(lambda p: predict(p, X), draws, batch_size=size)
 
 
 def running_average(per_draw: np.ndarray) -> np.ndarray:

@@ -27,11 +27,12 @@ def registry() -> dict[str, Experiment]:
         ewsg_gaussian,
         gdxld,
         svrg_hmc,
+        svrg_hmc_bnn,
         vr_resghmc_classifier,
         vr_resgld_mixture,
     )
 
     exps = [*svrg_hmc.EXPERIMENTS, *ewsg_gaussian.EXPERIMENTS, *ewsg_classification.EXPERIMENTS,
             *vr_resgld_mixture.EXPERIMENTS, *vr_resghmc_classifier.EXPERIMENTS,
-            *gdxld.EXPERIMENTS]
+            *gdxld.EXPERIMENTS, *svrg_hmc_bnn.EXPERIMENTS]
     return {e.name: e for e in exps}
