@@ -45,6 +45,9 @@ def main():
         "sgld_8dev": compare(post, sgld, jnp.zeros(3), mesh((8,), ("chains",)), **run),
         "svrg_4dev": compare(post, svrg, jnp.zeros(3), mesh((4,), ("chains",)), **run),
         "svrg_8dev": compare(post, svrg, jnp.zeros(3), mesh((8,), ("chains",)), **run),
+        # The data's 1000 rows split over 4 devices: full passes sum per device.
+        "svrg_data_2x4": compare(post, svrg, jnp.zeros(3), mesh((2, 4), ("chains", "data")),
+                                 **run),
     }
     data = sgmc.models.synthetic_mixture_data(500, seed=0)
     mix = sgmc.models.mixture_posterior(data)

@@ -1,13 +1,17 @@
-"""Placing a run on a device mesh: chains (and replicas) on mesh axes, data replicated.
+"""Placing a run on a device mesh: chains (and replicas) on mesh axes, data replicated or split.
 
 ``sample(..., mesh=mesh)`` takes a :class:`jax.sharding.Mesh` with an axis named
-``"chains"`` and optionally one named ``"replicas"``. Every chain's state (and the PRNG keys
-and counters) is sharded over ``"chains"`` on its leading axis; a replica-exchange sampler's
-replica-stacked state is additionally sharded over ``"replicas"``; the problem (its data) is
-replicated. The block programs are the same ``jit``-compiled loops as on one device: XLA's
-SPMD partitioner splits them along the chain axis (no communication: chains are
-independent) and inserts the collectives that a swap between replicas on different devices
-needs. Only the thinned draws leave the devices, gathered once per block.
+``"chains"`` and optionally ones named ``"replicas"`` and ``"data"``. Every chain's state (and
+the PRNG keys and counters) is sharded over ``"chains"`` on its leading axis; a
+replica-exchange sampler's replica-stacked state is additionally sharded over
+``"replicas"``. The problem's data are replicated, or, with a ``"data"`` axis, their rows are
+split over it: full passes (SVRG snapshots, control-variate anchors, full-batch gradients)
+then sum each device's rows locally and add the parts (an all-reduce), and minibatch
+gradients gather their rows from wherever they live. The block programs are the same
+``jit``-compiled loops as on one device: XLA's SPMD partitioner splits them along the chain
+axis (no communication: chains are independent) and inserts the collectives that a swap
+between replicas on different devices, or a split full pass, needs. Only the thinned draws
+leave the devices, gathered once per block.
 
 Several hosts: call ``jax.distributed.initialize()`` in every process first and build the
 mesh over ``jax.devices()`` (all hosts' devices); the draws of every block are then gathered
@@ -16,6 +20,7 @@ to every process (``multihost_utils.process_allgather``).
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import jax
@@ -23,18 +28,18 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-CHAINS, REPLICAS = "chains", "replicas"
+CHAINS, REPLICAS, DATA = "chains", "replicas", "data"
 
 
-def check_mesh(mesh: Any, num_chains: int, sampler: Any) -> None:
+def check_mesh(mesh: Any, num_chains: int, sampler: Any, problem: Any) -> None:
     """Validate ``mesh`` for a run of ``num_chains`` chains of ``sampler``."""
     if not isinstance(mesh, Mesh):
         raise TypeError(f"mesh must be a jax.sharding.Mesh, got {type(mesh).__name__}")
     names = tuple(mesh.axis_names)
-    unknown = [a for a in names if a not in (CHAINS, REPLICAS)]
+    unknown = [a for a in names if a not in (CHAINS, REPLICAS, DATA)]
     if CHAINS not in names or unknown:
-        raise ValueError(f"mesh must have an axis named {CHAINS!r} and may have one named "
-                         f"{REPLICAS!r}; got axes {names}")
+        raise ValueError(f"mesh must have an axis named {CHAINS!r} and may have ones named "
+                         f"{REPLICAS!r} and {DATA!r}; got axes {names}")
     n_dev = mesh.shape[CHAINS]
     if num_chains % n_dev:
         raise ValueError(f"num_chains ({num_chains}) must be a multiple of the mesh's "
@@ -47,10 +52,30 @@ def check_mesh(mesh: Any, num_chains: int, sampler: Any) -> None:
         if k % mesh.shape[REPLICAS]:
             raise ValueError(f"the number of replicas ({k}) must be a multiple of the mesh's "
                              f"{REPLICAS!r} axis size ({mesh.shape[REPLICAS]})")
+    if DATA in names:
+        if problem.stream is not None or not problem.has_data:
+            raise ValueError(f"a {DATA!r} mesh axis needs a problem with in-memory data")
+        if problem.num_data % mesh.shape[DATA]:
+            raise ValueError(f"the number of data ({problem.num_data}) must be a multiple of "
+                             f"the mesh's {DATA!r} axis size ({mesh.shape[DATA]})")
 
 
-def shardings(mesh: Mesh, sampler: Any, states: Any) -> tuple[Any, Any, NamedSharding]:
-    """How a run sits on ``mesh``: (problem, states, per-chain arrays) shardings — the
+def split_data(mesh: Mesh, problem: Any) -> tuple[Any, Any]:
+    """(problem, its sharding): with a ``"data"`` axis the problem sums its full passes per
+    part (``data_shards``) and its data rows are split over that axis; else replicated."""
+    replicated = NamedSharding(mesh, P())
+    if DATA not in mesh.axis_names:
+        return problem, replicated
+    problem = copy.copy(problem)
+    object.__setattr__(problem, "data_shards", mesh.shape[DATA])
+    sharding = jax.tree.map(lambda _: replicated, problem)
+    object.__setattr__(sharding, "data", jax.tree.map(
+        lambda _: NamedSharding(mesh, P(DATA)), problem.data))
+    return problem, sharding
+
+
+def shardings(mesh: Mesh, sampler: Any, states: Any) -> tuple[Any, NamedSharding]:
+    """How a run's states sit on ``mesh``: (states, per-chain arrays) shardings — the
     states' as a prefix tree (see module docstring)."""
     chains = NamedSharding(mesh, P(CHAINS))
     state_sharding: Any = chains
@@ -59,7 +84,7 @@ def shardings(mesh: Mesh, sampler: Any, states: Any) -> tuple[Any, Any, NamedSha
         both = NamedSharding(mesh, P(CHAINS, REPLICAS))
         state_sharding = type(states)(**{
             k: both if k in sampler.replica_stacked else chains for k in states._fields})
-    return NamedSharding(mesh, P()), state_sharding, chains
+    return state_sharding, chains
 
 
 def to_host(x: jax.Array) -> np.ndarray:

@@ -34,7 +34,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 from . import _validate as check
-from ._mesh import check_mesh, shardings, to_host
+from ._mesh import check_mesh, shardings, split_data, to_host
 from ._store import DiskSink, MemorySink, tree_from_spec, tree_spec
 from ._tree import all_finite, as_float_tree
 from .errors import DivergenceError, Interrupted
@@ -293,9 +293,10 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
             and ``sgmc.Result.load(folder)`` opens them later (also after a crash: it then
             holds the draws written so far).
         mesh: a :class:`jax.sharding.Mesh` with an axis named ``"chains"`` (its size must
-            divide ``num_chains``) and optionally one named ``"replicas"`` (for replica
-            exchange; its size must divide the number of replicas). Chains, and replicas,
-            are then split over the devices, the data replicated; the draws are those of
+            divide ``num_chains``) and optionally ones named ``"replicas"`` (for replica
+            exchange; its size must divide the number of replicas) and ``"data"`` (its size
+            must divide N). Chains, and replicas, are then split over the devices, the
+            data replicated or their rows split over ``"data"``; the draws are those of
             the same run on one device (bitwise whenever every device holds at least two
             chains; with one chain per device XLA may reassociate a few float32 sums).
             See :mod:`sgmc._mesh` for several hosts.
@@ -331,7 +332,7 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
     positions = _chain_positions(problem, init, num_chains)
     sampler.check(problem, jax.tree.map(lambda x: x[0], positions), num_chains)
     if mesh is not None:
-        check_mesh(mesh, num_chains, sampler)
+        check_mesh(mesh, num_chains, sampler, problem)
     _check_stream(problem, sampler)
     position_spec = _position_spec(positions) if checkpoint else None
 
@@ -401,7 +402,7 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Any,
                 "settings differ); resume with the problem and sampler the run started with")
     settings = dict(header["settings"], checkpoint=path)
     if mesh is not None:
-        check_mesh(mesh, settings["num_chains"], sampler)
+        check_mesh(mesh, settings["num_chains"], sampler, problem)
     positions = _position_template(header["positions"])
     init_keys, _ = _chain_keys(settings)
     template = jax.eval_shape(_init_chains, problem, sampler, positions, init_keys)
@@ -530,9 +531,11 @@ class _Run:
                                 s["draws_per_block"])
         self.run_keys = _chain_keys(s)[1]
         self.placement, self.put_data = None, jax.device_put
+        self.given = (problem, sampler)  # as passed: what a checkpoint's fingerprint is of
         if mesh is not None:
-            on_problem, on_states, on_chains = shardings(mesh, sampler, cursor[0])
+            on_states, on_chains = shardings(mesh, sampler, cursor[0])
             self.placement = (on_states, on_chains)
+            problem, on_problem = split_data(mesh, problem)
             self.problem = jax.device_put(problem, on_problem)
             self.put_data = partial(jax.device_put, device=on_problem)
             self.run_keys = jax.device_put(self.run_keys, on_chains)
@@ -596,7 +599,7 @@ class _Run:
         header = {"settings": settings, "positions": self.position_spec, "t0": t0,
                   "next_block": next_block, "kept": count, "num_state_leaves": len(leaves),
                   "compile_time": self.compile_time, "sampling_time": self.sampling_time,
-                  "fingerprint": ckpt.fingerprint(self.problem, self.sampler)}
+                  "fingerprint": ckpt.fingerprint(*self.given)}
         path = self.settings["checkpoint"]
         ckpt.write(path, header, arrays)
         return path

@@ -77,6 +77,25 @@ def _stream_or_data(problem: Problem, data: PyTree) -> tuple[PyTree, int]:
     return _as_data(stream.fetch(0) if stream is not None else data)
 
 
+def _chunked_sum(fn: Callable, params: PyTree, data: PyTree, n: int, c: int) -> PyTree:
+    """Σ of ``fn(θ, chunk)`` over the n rows of ``data`` in chunks of c (see full_data_sum)."""
+    n_full, rem = divmod(n, c)
+    total = None
+    if n_full:
+        def body(acc, i):
+            chunk = jax.tree.map(lambda a: jax.lax.dynamic_slice_in_dim(a, i * c, c), data)
+            return _tree_add(acc, fn(params, chunk)), None
+
+        first = jax.tree.map(lambda a: a[:c], data)
+        zero = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
+                            jax.eval_shape(fn, params, first))
+        total, _ = jax.lax.scan(body, zero, jnp.arange(n_full))
+    if rem:
+        last = fn(params, jax.tree.map(lambda a: a[n_full * c:], data))
+        total = last if total is None else _tree_add(total, last)
+    return total
+
+
 def _tree_add(a: PyTree, b: PyTree) -> PyTree:
     return jax.tree.map(jnp.add, a, b)
 
@@ -103,8 +122,9 @@ class Problem:
     def datum_energy(self, params: PyTree, datum: PyTree) -> jax.Array:  # pragma: no cover
         raise NotImplementedError
 
-    # -- streamed data (see sgmc.streaming) ----------------------------------------------
+    # -- streamed data (see sgmc.streaming), data split over devices (sgmc._mesh) --------
     stream: Any = None
+    data_shards: int = 1
 
     @property
     def total_data(self) -> int:
@@ -181,27 +201,19 @@ class Problem:
         """Σ over all data of ``fn(θ, chunk)`` (a per-chunk sum), in chunks of ``chunk_size``.
 
         A ``lax.scan`` over the full chunks plus one static remainder chunk: memory is
-        O(chunk_size · d) and the data are sliced, not gathered.
+        O(chunk_size · d) and the data are sliced, not gathered. With the data split into
+        ``data_shards`` equal parts (over a device mesh's ``"data"`` axis, see
+        :mod:`sgmc._mesh`), each part is summed on its own device (a ``vmap`` over the
+        parts, which the partitioner keeps local) and the parts' sums are added.
         """
         if not self.has_data:
             raise ValueError("this problem has no data to pass over")
-        n, c = self.num_data, self.chunk_size
-        n_full, rem = divmod(n, c)
-        total = None
-        if n_full:
-            def body(acc, i):
-                chunk = jax.tree.map(lambda a: jax.lax.dynamic_slice_in_dim(a, i * c, c),
-                                     self.data)
-                return _tree_add(acc, fn(params, chunk)), None
-
-            first = jax.tree.map(lambda a: a[:c], self.data)
-            zero = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
-                                jax.eval_shape(fn, params, first))
-            total, _ = jax.lax.scan(body, zero, jnp.arange(n_full))
-        if rem:
-            last = fn(params, jax.tree.map(lambda a: a[n_full * c:], self.data))
-            total = last if total is None else _tree_add(total, last)
-        return total
+        if self.data_shards == 1:
+            return _chunked_sum(fn, params, self.data, self.num_data, self.chunk_size)
+        m = self.num_data // self.data_shards
+        parts = jax.tree.map(lambda a: a.reshape(self.data_shards, m, *a.shape[1:]), self.data)
+        sums = jax.vmap(lambda d: _chunked_sum(fn, params, d, m, min(self.chunk_size, m)))(parts)
+        return jax.tree.map(lambda x: jnp.sum(x, axis=0), sums)
 
     def full_data_map(self, fn: Callable[[PyTree, PyTree], PyTree], params: PyTree) -> PyTree:
         """``fn(θ, chunk)`` (per-example outputs with a leading chunk axis) over all data,
@@ -282,6 +294,7 @@ class Posterior(Problem):
     chunk_size: int = static(1024)
     num_data: int = static(0)
     stream: Any = static(None)
+    data_shards: int = static(1)
 
     def __init__(self, loglik: Callable, logprior: Callable, data: PyTree,
                  chunk_size: int = 1024) -> None:
@@ -327,6 +340,7 @@ class Objective(Problem):
     chunk_size: int = static(1024)
     num_data: int = static(0)
     stream: Any = static(None)
+    data_shards: int = static(1)
 
     def __init__(self, f: Callable, data: PyTree = None, chunk_size: int = 1024) -> None:
         check.callable_("f", f)
