@@ -223,19 +223,25 @@ def _table(results: list[dict], task: str) -> str:
     return "\n".join(rows)
 
 
-def _figure(r: dict, path: str) -> None:
-    plt = pyplot()
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+def plot_curves(ax, r: dict, regression_label: str = "test MSE",
+                colors: dict | None = None) -> None:
+    """One dataset's metric against data passes, a line per sampler (LD dashed, 2nd-order
+    dash-dotted); ``colors`` maps sampler names to colours (to match across axes)."""
     for sname, e in r["samplers"].items():
         if "mean" in e:
             style = "--" if sname.endswith("-LD") else ("-." if "2nd" in sname else "-")
-            ax.plot(e["passes"], e["mean"], style, label=sname)
+            ax.plot(e["passes"], e["mean"], style, label=sname,
+                    color=(colors or {}).get(sname))
     ax.set(xlabel="data passes", title=f"{r['dataset']} (n = {r['n_train']})",
-           ylabel="test MSE" if r["task"] == "regression" else "test log-likelihood")
+           ylabel=regression_label if r["task"] == "regression" else "test log-likelihood")
     if r["task"] == "regression":
         ax.set_yscale("log")
     ax.legend(fontsize=7)
+
+
+def _figure(r: dict, path: str) -> None:
+    fig, ax = pyplot().subplots(figsize=(6, 4))
+    plot_curves(ax, r)
     save(fig, path)
 
 

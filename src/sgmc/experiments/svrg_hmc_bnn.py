@@ -49,7 +49,7 @@ from ..errors import DivergenceError
 from ..metrics import predictions
 from . import Experiment
 from ._plot import pyplot, save
-from .svrg_hmc import Settings, evals_per_step, grid, make_sampler
+from .svrg_hmc import Settings, evals_per_step, grid, make_sampler, plot_curves
 
 SAMPLERS = ("SGHMC", "SVRG-LD", "SVRG-HMC", "SVRG2nd-HMC")
 HIDDEN = 50          # paper Sec. 5.3: 50 ReLU units (100 only for susy, not run here)
@@ -304,17 +304,9 @@ def figure(results: list[dict], path: str) -> None:
     done = [r for r in results if "skipped" not in r]
     plt = pyplot()
     fig, axes = plt.subplots(1, len(done), figsize=(5.5 * len(done), 4), squeeze=False)
+    colors = {name: f"C{i}" for i, name in enumerate(SAMPLERS)}  # the same on every axis
     for ax, r in zip(axes[0], done, strict=True):
-        for sname, e in r["samplers"].items():
-            if "mean" in e:
-                style = "--" if sname.endswith("-LD") else ("-." if "2nd" in sname else "-")
-                ax.plot(e["passes"], e["mean"], style, label=sname,
-                        color=f"C{SAMPLERS.index(sname)}")  # the same colour on every axis
-        ax.set(xlabel="data passes", title=f"{r['dataset']} (n = {r['n_train']})",
-               ylabel="test RMSE" if r["task"] == "regression" else "test log-likelihood")
-        if r["task"] == "regression":
-            ax.set_yscale("log")
-        ax.legend(fontsize=7)
+        plot_curves(ax, r, "test RMSE", colors)
     save(fig, path)
 
 
