@@ -34,6 +34,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 from . import _validate as check
+from ._hoist import split_step
 from ._mesh import check_mesh, shardings, split_data, to_host
 from ._store import DiskSink, MemorySink, tree_from_spec, tree_spec
 from ._tree import all_finite, as_float_tree
@@ -51,6 +52,10 @@ _BLOCK_BYTES = 64 * 2**20
 #: under any sharding) or rbg (XLA's RngBitGenerator for the bits: about 25 % faster per
 #: step here, but its bits may differ across backends and shardings).
 _PRNG_IMPLS = {"threefry": "threefry2x32", "rbg": "rbg"}
+#: Most steps whose randomness is drawn at once (:mod:`sgmc._hoist`), and the most memory
+#: those draws may take for all chains (beyond ~100 steps the gain per step is small).
+_MAX_CHUNK = 256
+_CHUNK_BYTES = 8 * 2**20
 #: Blocks per run when the user does not choose (progress granularity).
 _TARGET_BLOCKS = 20
 
@@ -96,6 +101,42 @@ def _draw_fn(sampler, batch):
     return draw if batch is None else batch(draw)
 
 
+def _step_fn(problem, sampler, state, key, t):
+    return sampler.step(problem, state, key, t)
+
+
+def _loop(n: int, body, carry):
+    """``fori_loop(0, n, body, carry)``; no loop at all when n = 1 (a loop of one trip still
+    costs its overhead on XLA:CPU)."""
+    return body(0, carry) if n == 1 else jax.lax.fori_loop(0, n, body, carry)
+
+
+def _chunk_limit(split, num_chains: int) -> int:
+    """Steps whose randomness is drawn together: at most :data:`_MAX_CHUNK`, and at most
+    :data:`_CHUNK_BYTES` of draws for all chains."""
+    if split is None:
+        return 1
+    return max(1, min(_MAX_CHUNK, _CHUNK_BYTES // max(1, split.nbytes * num_chains)))
+
+
+def _largest_divisor(n: int, at_most: int) -> int:
+    return max(d for d in range(1, min(n, at_most) + 1) if n % d == 0)
+
+
+class _Parts(NamedTuple):
+    """What both block programs share (see :func:`_block_parts`)."""
+
+    states: Any
+    counters: Any
+    stat_zero: dict
+    chunk: int         # most steps whose randomness is drawn at once
+    randomness: Any    # (t, K) -> the draws of steps t .. t + K − 1 (None: not hoisted)
+    one_step: Any      # (t, states, counters, draws, i) -> (states, counters, info)
+    accumulate: Any
+    record: Any
+    outer: Any
+
+
 def _block_parts(problem, sampler, states, counters, run_keys, t0):
     """What both block programs share: the chain-level step, the per-step bookkeeping and
     the zero accumulators of the per-draw statistics.
@@ -105,6 +146,11 @@ def _block_parts(problem, sampler, states, counters, run_keys, t0):
     instead of a select that would evaluate both sides for every chain at every step. A
     single chain is not ``vmap``-ed at all: on XLA:CPU batching one chain still costs (its
     gathers become batched gathers), so it runs unbatched and gains its axis back at the end.
+
+    The step's randomness (everything it computes from its key and t alone: minibatch
+    indices, noise, ...) is drawn for up to ``chunk`` steps at once, ahead of them
+    (:mod:`sgmc._hoist`): about half of a small model's step time otherwise. Draws that
+    depend on t alone stay unbatched over chains, for the same reason as t itself.
     """
     inner, outer, batch, fold, finite = _chain_fns(counters.bad_step.shape[0] == 1)
     step = sampler.step if batch is None else batch(sampler.step, in_axes=(None, 0, 0, None))
@@ -116,10 +162,37 @@ def _block_parts(problem, sampler, states, counters, run_keys, t0):
     stat_zero = {k: jnp.zeros(info_shape[k].shape, jnp.float32) for k in stat_keys}
     last = set(getattr(sampler, "last_value_stats", ()))
     draw_fn = _draw_fn(sampler, batch)
+    one = (lambda tree: tree) if batch is None else (lambda tree: jax.tree.map(
+        lambda x: x[0], tree))
+    split = split_step(_step_fn, (problem, sampler, one(states)), one(keys), t0)
+    num_chains = counters.bad_step.shape[0] if batch is not None else 1
 
-    def one_step(t, states, c):
-        """Step t of every chain: (new states, new counters, info)."""
-        states, info = step(problem, states, fold(keys, t), t)
+    if split is None:
+        def randomness(t, k):
+            return None
+
+        def moved(t, states, draws, i):
+            return step(problem, states, fold(keys, t), t)
+    else:
+        axes = [0 if k else None for k in split.keyed]
+        pre = split.pre if batch is None else batch(split.pre, in_axes=(0, None),
+                                                    out_axes=axes)
+        post = split.post if batch is None else batch(split.post,
+                                                      in_axes=(axes, None, None, 0))
+
+        def randomness(t, k):
+            ts = t + jnp.arange(k, dtype=jnp.int32)
+            draws = jax.vmap(lambda tt: pre(fold(keys, tt), tt))(ts)
+            # Kept apart from the step's own arithmetic: no program may fuse the two
+            # differently (draws must not depend on how a run is cut into blocks).
+            return jax.lax.optimization_barrier(draws)
+
+        def moved(t, states, draws, i):
+            return post([d[i] for d in draws], problem, sampler, states)
+
+    def one_step(t, states, c, draws, i):
+        """Step t of every chain, with its randomness ``draws[i]``: (states, counters, info)."""
+        states, info = moved(t, states, draws, i)
         hi, lo = _add_u64(c.evals_hi, c.evals_lo, info["grad_evals"])
         bad = jnp.where((c.bad_step < 0) & ~finite(states.position), t, c.bad_step)
         return states, _Counters(hi, lo, bad), info
@@ -133,7 +206,13 @@ def _block_parts(problem, sampler, states, counters, run_keys, t0):
         return {"position": draw_fn(states), "evals_hi": c.evals_hi, "evals_lo": c.evals_lo,
                 "stats": acc}
 
-    return states, counters, stat_zero, one_step, accumulate, record, outer
+    return _Parts(states, counters, stat_zero, _chunk_limit(split, num_chains), randomness,
+                  one_step, accumulate, record, outer)
+
+
+def _put(buf, row, slot):
+    return jax.tree.map(lambda b, x: jax.lax.dynamic_update_index_in_dim(b, x, slot, 0),
+                        buf, row)
 
 
 @partial(jax.jit, static_argnames=("n_draws", "thin"))
@@ -148,33 +227,51 @@ def _run_block(problem, sampler, states, counters, run_keys, t0, *, n_draws, thi
     :func:`_run_steps`. Nothing is skipped under ``lax.cond`` here: an estimator's state can
     hold an O(N) table, which a ``cond`` would copy at every step.
     """
-    states, counters, stat_zero, one_step, accumulate, record, outer = _block_parts(
-        problem, sampler, states, counters, run_keys, t0)
+    p = _block_parts(problem, sampler, states, counters, run_keys, t0)
 
-    # A loop over draws, writing each into its slot of the buffer, and inside it a loop over
-    # the thin steps of one draw (none when thin = 1: that would cost a loop per step). Both
-    # have static bounds: the loop index is the draw's slot, t = t0 + d × thin + k. (A
-    # `lax.scan` over `arange(n_draws)` collecting the draws as its output measured ~20 %
-    # slower per step than this loop, about as slow as a traced trip count.)
-    def one_draw(d, carry):
-        states, c, buf = carry
-        first = t0 + d * thin
-        states, c, info = one_step(first, states, c)
-        acc = accumulate(stat_zero, info, True)
-        if thin > 1:
-            def more(k, inner_carry):
-                states, c, acc = inner_carry
-                states, c, info = one_step(first + k, states, c)
-                return states, c, accumulate(acc, info, False)
+    # Randomness is drawn for a chunk of K steps: K = m·thin spanning m whole draws (m
+    # divides n_draws) when thin is small, else K divides thin and r = thin / K chunks make
+    # one draw. All loops have static bounds (a `lax.scan` over `arange(n_draws)` collecting
+    # the draws as its output measured ~20 % slower per step than writing them into slots).
+    if thin <= p.chunk:
+        m = _largest_divisor(n_draws, p.chunk // thin)
+        k, r = m * thin, 1
+    else:
+        m, k = 1, _largest_divisor(thin, p.chunk)
+        r = thin // k
 
-            states, c, acc = jax.lax.fori_loop(1, thin, more, (states, c, acc))
-        buf = jax.tree.map(lambda b, x: jax.lax.dynamic_update_index_in_dim(b, x, d, 0),
-                           buf, record(states, c, acc))
-        return states, c, buf
+    def steps(carry, t, n, draws, offset):
+        def body(i, carry):
+            states, c, acc = carry
+            states, c, info = p.one_step(t + i, states, c, draws, offset + i)
+            return states, c, p.accumulate(acc, info, False)
 
-    buf = _empty_buffer(record(states, counters, stat_zero), n_draws)
-    states, counters, buf = jax.lax.fori_loop(0, n_draws, one_draw, (states, counters, buf))
-    return outer(states), outer(counters), outer(buf, axis=1)
+        return _loop(n, body, carry)
+
+    def group(g, carry):
+        states, c, acc, buf = carry
+        t_g = t0 + g * (m * thin)
+        if r == 1:
+            draws = p.randomness(t_g, k)
+
+            def one_draw(j, carry):
+                states, c, acc, buf = carry
+                states, c, acc = steps((states, c, acc), t_g + j * thin, thin, draws, j * thin)
+                return states, c, p.stat_zero, _put(buf, p.record(states, c, acc), g * m + j)
+
+            return _loop(m, one_draw, carry)
+
+        def chunk(i, inner):
+            t_c = t_g + i * k
+            return steps(inner, t_c, k, p.randomness(t_c, k), 0)
+
+        states, c, acc = _loop(r, chunk, (states, c, acc))
+        return states, c, p.stat_zero, _put(buf, p.record(states, c, acc), g)
+
+    buf = _empty_buffer(p.record(p.states, p.counters, p.stat_zero), n_draws)
+    states, counters, _, buf = _loop(n_draws // m, group,
+                                     (p.states, p.counters, p.stat_zero, buf))
+    return p.outer(states), p.outer(counters), p.outer(buf, axis=1)
 
 
 def _empty_buffer(template, slots):
@@ -187,24 +284,29 @@ def _run_steps(problem, sampler, states, counters, run_keys, t0, n_draws, thin, 
     """Like :func:`_run_block` with a traced number of draws and of steps per draw, into a
     buffer of ``max_draws`` slots: one program for the leftovers of a run (a partial last
     block; burn-in and trailing steps that do not fill a draw)."""
-    states, counters, stat_zero, one_step, accumulate, record, outer = _block_parts(
-        problem, sampler, states, counters, run_keys, t0)
+    p = _block_parts(problem, sampler, states, counters, run_keys, t0)
+    total, k = n_draws * thin, p.chunk
 
-    # One flat loop; draw j lives in slot j = (t − t0) // thin and is overwritten at every
-    # step of its interval, so it ends holding the interval's last state.
-    def body(t, carry):
-        states, c, acc, buf = carry
-        states, c, info = one_step(t, states, c)
-        acc = accumulate(acc, info, (t - t0) % thin == 0)
-        j = (t - t0) // thin
-        buf = jax.tree.map(lambda b, x: jax.lax.dynamic_update_index_in_dim(b, x, j, 0),
-                           buf, record(states, c, acc))
-        return states, c, acc, buf
+    # Chunks of k steps (the last one possibly partial). Draw j lives in slot
+    # j = (t − t0) // thin and is overwritten at every step of its interval, so it ends
+    # holding the interval's last state.
+    def chunk(i, carry):
+        t_c = t0 + i * k
+        draws = p.randomness(t_c, k)
 
-    buf = _empty_buffer(record(states, counters, stat_zero), max_draws)
+        def body(s, carry):
+            states, c, acc, buf = carry
+            t = t_c + s
+            states, c, info = p.one_step(t, states, c, draws, s)
+            acc = p.accumulate(acc, info, (t - t0) % thin == 0)
+            return states, c, acc, _put(buf, p.record(states, c, acc), (t - t0) // thin)
+
+        return jax.lax.fori_loop(0, jnp.minimum(k, total - i * k), body, carry)
+
+    buf = _empty_buffer(p.record(p.states, p.counters, p.stat_zero), max_draws)
     states, counters, _, buf = jax.lax.fori_loop(
-        t0, t0 + n_draws * thin, body, (states, counters, stat_zero, buf))
-    return outer(states), outer(counters), outer(buf, axis=1)
+        0, (total + k - 1) // k, chunk, (p.states, p.counters, p.stat_zero, buf))
+    return p.outer(states), p.outer(counters), p.outer(buf, axis=1)
 
 
 @jax.jit
