@@ -188,7 +188,12 @@ def _block_parts(problem, sampler, states, counters, run_keys, t0):
             return jax.lax.optimization_barrier(draws)
 
         def moved(t, states, draws, i):
-            return post([d[i] for d in draws], problem, sampler, states)
+            # Barriers on both sides: the step's arithmetic is fused the same way in every
+            # loop structure (chunks of draws, chunks within a draw, traced lengths), so
+            # the rounding, and the draws, do not depend on the block size.
+            barrier = jax.lax.optimization_barrier
+            res, states = barrier(([d[i] for d in draws], states))
+            return barrier(post(res, problem, sampler, states))
 
     def one_step(t, states, c, draws, i):
         """Step t of every chain, with its randomness ``draws[i]``: (states, counters, info)."""
