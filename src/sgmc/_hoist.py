@@ -33,7 +33,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend.core import ClosedJaxpr, DebugInfo, Jaxpr, Literal, jaxpr_as_fun
 
-__all__ = ["Split", "split_step"]
+__all__ = ["CHUNK_BYTES", "MAX_CHUNK", "Split", "chunk_limit", "draw_ahead", "largest_divisor",
+           "split_step"]
+
+#: Most steps whose randomness is drawn at once, and the most memory those draws may take for
+#: all chains (beyond ~100 steps the gain per step is small: 12 µs at 100, 10 µs at 1000).
+MAX_CHUNK = 256
+CHUNK_BYTES = 8 * 2**20
 
 PyTree = Any
 
@@ -120,3 +126,23 @@ def split_step(step: Callable[..., Any], args: tuple, key: jax.Array,
 
     return Split(pre, post, tuple(v in keyed for v in residuals),
                  sum(_nbytes(v.aval) for v in residuals))
+
+
+def chunk_limit(split: Split | None, copies: int = 1) -> int:
+    """Steps whose randomness to draw at once for ``copies`` vmapped chains: at most
+    :data:`MAX_CHUNK` and :data:`CHUNK_BYTES` of draws (1 when nothing is hoisted)."""
+    if split is None:
+        return 1
+    return max(1, min(MAX_CHUNK, CHUNK_BYTES // max(1, split.nbytes * copies)))
+
+
+def largest_divisor(n: int, at_most: int) -> int:
+    """The largest divisor of n that is ≤ at_most (≥ 1)."""
+    return max(d for d in range(1, min(n, at_most) + 1) if n % d == 0)
+
+
+def draw_ahead(pre: Callable[[jax.Array, jax.Array], list], key_at: Callable[[jax.Array], Any],
+               t: jax.Array, k: int) -> list:
+    """``pre`` of steps t, …, t + k − 1 (key ``key_at(t)``), stacked on a leading axis."""
+    ts = t + jnp.arange(k, dtype=jnp.int32)
+    return jax.vmap(lambda tt: pre(key_at(tt), tt))(ts)

@@ -14,6 +14,8 @@ initialisation, e.g. a SAGA table) are counted per chain in a 64-bit counter.
 Randomness: chain c uses key ``split(key(seed), num_chains)[c]``, itself split into an
 initialisation key and a run key; step t uses ``fold_in(run_key, t)``. Draws therefore do not
 depend on how the run is cut into blocks, and the same seed gives bitwise identical draws.
+Whatever of a step depends only on its key and t (its random draws) is computed for up to
+:data:`sgmc._hoist.MAX_CHUNK` steps at once before them (:mod:`sgmc._hoist`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 from . import _validate as check
-from ._hoist import split_step
+from ._hoist import chunk_limit, draw_ahead, largest_divisor, split_step
 from ._mesh import check_mesh, shardings, split_data, to_host
 from ._store import DiskSink, MemorySink, tree_from_spec, tree_spec
 from ._tree import all_finite, as_float_tree
@@ -52,10 +54,6 @@ _BLOCK_BYTES = 64 * 2**20
 #: under any sharding) or rbg (XLA's RngBitGenerator for the bits: about 25 % faster per
 #: step here, but its bits may differ across backends and shardings).
 _PRNG_IMPLS = {"threefry": "threefry2x32", "rbg": "rbg"}
-#: Most steps whose randomness is drawn at once (:mod:`sgmc._hoist`), and the most memory
-#: those draws may take for all chains (beyond ~100 steps the gain per step is small).
-_MAX_CHUNK = 256
-_CHUNK_BYTES = 8 * 2**20
 #: Blocks per run when the user does not choose (progress granularity).
 _TARGET_BLOCKS = 20
 
@@ -109,18 +107,6 @@ def _loop(n: int, body, carry):
     """``fori_loop(0, n, body, carry)``; no loop at all when n = 1 (a loop of one trip still
     costs its overhead on XLA:CPU)."""
     return body(0, carry) if n == 1 else jax.lax.fori_loop(0, n, body, carry)
-
-
-def _chunk_limit(split, num_chains: int) -> int:
-    """Steps whose randomness is drawn together: at most :data:`_MAX_CHUNK`, and at most
-    :data:`_CHUNK_BYTES` of draws for all chains."""
-    if split is None:
-        return 1
-    return max(1, min(_MAX_CHUNK, _CHUNK_BYTES // max(1, split.nbytes * num_chains)))
-
-
-def _largest_divisor(n: int, at_most: int) -> int:
-    return max(d for d in range(1, min(n, at_most) + 1) if n % d == 0)
 
 
 class _Parts(NamedTuple):
@@ -181,8 +167,7 @@ def _block_parts(problem, sampler, states, counters, run_keys, t0):
                                                       in_axes=(axes, None, None, 0))
 
         def randomness(t, k):
-            ts = t + jnp.arange(k, dtype=jnp.int32)
-            draws = jax.vmap(lambda tt: pre(fold(keys, tt), tt))(ts)
+            draws = draw_ahead(pre, lambda tt: fold(keys, tt), t, k)
             # Kept apart from the step's own arithmetic: no program may fuse the two
             # differently (draws must not depend on how a run is cut into blocks).
             return jax.lax.optimization_barrier(draws)
@@ -211,7 +196,7 @@ def _block_parts(problem, sampler, states, counters, run_keys, t0):
         return {"position": draw_fn(states), "evals_hi": c.evals_hi, "evals_lo": c.evals_lo,
                 "stats": acc}
 
-    return _Parts(states, counters, stat_zero, _chunk_limit(split, num_chains), randomness,
+    return _Parts(states, counters, stat_zero, chunk_limit(split, num_chains), randomness,
                   one_step, accumulate, record, outer)
 
 
@@ -239,10 +224,10 @@ def _run_block(problem, sampler, states, counters, run_keys, t0, *, n_draws, thi
     # one draw. All loops have static bounds (a `lax.scan` over `arange(n_draws)` collecting
     # the draws as its output measured ~20 % slower per step than writing them into slots).
     if thin <= p.chunk:
-        m = _largest_divisor(n_draws, p.chunk // thin)
+        m = largest_divisor(n_draws, p.chunk // thin)
         k, r = m * thin, 1
     else:
-        m, k = 1, _largest_divisor(thin, p.chunk)
+        m, k = 1, largest_divisor(thin, p.chunk)
         r = thin // k
 
     def steps(carry, t, n, draws, offset):

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _validate as check
+from ._hoist import chunk_limit, draw_ahead, largest_divisor, split_step
 from ._pytree import replace
 from .coupling.replica import ReplicaExchange, greedy_rule, replica_exchange
 from .problem import Objective, Problem
@@ -219,11 +220,16 @@ def _value_fn(problem):
     return problem.full_energy if problem.has_data else problem.exact_energy
 
 
+def _step_fn(problem, coupling, state, key, t):
+    return coupling.step(problem, state, key, t)
+
+
 def _run(coupling, problem, x0, keys, num_steps: int, record_every: int, box,
          record_path: bool):
     replicated = isinstance(coupling, ReplicaExchange)
     value = _value_fn(problem)
     n_blocks = num_steps // record_every
+    copies = x0.shape[0]
 
     def output(state):
         pos = state.dyn.position
@@ -237,29 +243,50 @@ def _run(coupling, problem, x0, keys, num_steps: int, record_every: int, box,
         else:
             state = coupling.init(problem, x0, k_init)
 
-        def step(carry, t):
-            state, n_ex, n_eval = carry
-            state, info = coupling.step(problem, state, jax.random.fold_in(k_run, t), t)
-            if box is not None and not replicated:
-                pos = jnp.clip(state.dyn.position, box[0], box[1])
-                state = state._replace(dyn=state.dyn._replace(position=pos))
-            if replicated:
-                n_ex = n_ex + jnp.sum(info["swaps"]).astype(jnp.int32)
-            return (state, n_ex, n_eval + info["grad_evals"].astype(jnp.float32)), None
+        # The steps' randomness is drawn ahead for `group` blocks at a time (sgmc._hoist;
+        # t-only draws stay unbatched over replications under the vmap below by themselves).
+        split = split_step(_step_fn, (problem, coupling, state), k_run, jnp.int32(0))
+        group = largest_divisor(n_blocks, max(1, chunk_limit(split, copies) // record_every))
 
-        def block(carry, b):
-            inner, (best_v, best_x) = carry
-            inner, _ = jax.lax.scan(step, inner, b * record_every + jnp.arange(record_every))
-            x = output(inner[0])
-            v = value(x)
-            better = v < best_v            # NaN never counts as better
-            best = (jnp.where(better, v, best_v), jnp.where(better, x, best_x))
-            return (inner, best), (v, x if record_path else None)
+        def advance(inner, t_first, draws, offset):
+            def step(carry, i):
+                state, n_ex, n_eval = carry
+                t = t_first + i
+                if split is None:
+                    state, info = coupling.step(problem, state, jax.random.fold_in(k_run, t), t)
+                else:
+                    state, info = split.post([d[offset + i] for d in draws], problem, coupling,
+                                             state)
+                if box is not None and not replicated:
+                    pos = jnp.clip(state.dyn.position, box[0], box[1])
+                    state = state._replace(dyn=state.dyn._replace(position=pos))
+                if replicated:
+                    n_ex = n_ex + jnp.sum(info["swaps"]).astype(jnp.int32)
+                return (state, n_ex, n_eval + info["grad_evals"].astype(jnp.float32)), None
+
+            return jax.lax.scan(step, inner, jnp.arange(record_every))[0]
+
+        def blocks(carry, g):
+            t_g = g * (group * record_every)
+            draws = None if split is None else draw_ahead(
+                split.pre, lambda t: jax.random.fold_in(k_run, t), t_g, group * record_every)
+
+            def block(carry, j):
+                inner, (best_v, best_x) = carry
+                inner = advance(inner, t_g + j * record_every, draws, j * record_every)
+                x = output(inner[0])
+                v = value(x)
+                better = v < best_v            # NaN never counts as better
+                best = (jnp.where(better, v, best_v), jnp.where(better, x, best_x))
+                return (inner, best), (v, x if record_path else None)
+
+            return jax.lax.scan(block, carry, jnp.arange(group))
 
         start = x0[0] if replicated else x0
         carry = ((state, jnp.int32(0), jnp.float32(0)), (value(start), start))
         ((state, n_ex, n_eval), (best_v, best_x)), (trace, path) = jax.lax.scan(
-            block, carry, jnp.arange(n_blocks))
+            blocks, carry, jnp.arange(n_blocks // group))
+        trace, path = jax.tree.map(lambda a: a.reshape(n_blocks, *a.shape[2:]), (trace, path))
         x = output(state)
         return x, state.dyn.position, trace[-1], trace, path, best_v, best_x, n_ex, n_eval
 
