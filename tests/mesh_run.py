@@ -7,6 +7,7 @@ absolute difference.
 """
 
 import json
+import tempfile
 
 import jax
 import jax.numpy as jnp
@@ -49,6 +50,17 @@ def main():
         "svrg_data_2x4": compare(post, svrg, jnp.zeros(3), mesh((2, 4), ("chains", "data")),
                                  **run),
     }
+    # Streamed data: buffers put on the mesh, full passes read from the file by a callback.
+    folder = tempfile.mkdtemp()
+    np.save(f"{folder}/x.npy", np.asarray(X, np.float32))
+    np.save(f"{folder}/y.npy", np.asarray(y, np.float32))
+    stream = sgmc.Stream({k: np.load(f"{folder}/{k}.npy", mmap_mode="r") for k in "xy"},
+                         buffer_rows=200, pass_rows=300)
+    streamed = sgmc.Posterior(post.loglik, post.logprior, stream)
+    svrg_p = sgmc.sghmc(2e-3, friction=2.0, batch_size=10,
+                        estimator=sgmc.svrg(period=100, sampling="permutation"))
+    out["svrg_stream_8dev"] = compare(streamed, svrg_p, jnp.zeros(3),
+                                      mesh((8,), ("chains",)), **run)
     data = sgmc.models.synthetic_mixture_data(500, seed=0)
     mix = sgmc.models.mixture_posterior(data)
     rx = sgmc.replica_exchange(sgmc.sgld(1e-3, batch_size=20), [25.0, 50.0, 100.0, 1000.0],

@@ -77,23 +77,56 @@ def _stream_or_data(problem: Problem, data: PyTree) -> tuple[PyTree, int]:
     return _as_data(stream.fetch(0) if stream is not None else data)
 
 
-def _chunked_sum(fn: Callable, params: PyTree, data: PyTree, n: int, c: int) -> PyTree:
-    """Σ of ``fn(θ, chunk)`` over the n rows of ``data`` in chunks of c (see full_data_sum)."""
-    n_full, rem = divmod(n, c)
-    total = None
-    if n_full:
-        def body(acc, i):
-            chunk = jax.tree.map(lambda a: jax.lax.dynamic_slice_in_dim(a, i * c, c), data)
-            return _tree_add(acc, fn(params, chunk)), None
+def _chunked_sum(fn: Callable, params: PyTree, rows: Callable[[Any, int], PyTree], n: int,
+                 c: int, remainder_first: bool = False) -> PyTree:
+    """Σ of ``fn(θ, chunk)`` over n rows in chunks of c (see full_data_sum): ``rows(start,
+    size)`` gives the chunk of ``size`` rows from ``start`` (a traced start, a static size).
 
-        first = jax.tree.map(lambda a: a[:c], data)
-        zero = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
-                            jax.eval_shape(fn, params, first))
-        total, _ = jax.lax.scan(body, zero, jnp.arange(n_full))
-    if rem:
-        last = fn(params, jax.tree.map(lambda a: a[n_full * c:], data))
-        total = last if total is None else _tree_add(total, last)
-    return total
+    ``remainder_first``: the n mod c last rows are summed first and start the scan's sum,
+    so the chunks are read in a fixed order — remainder, then 0, c, 2c, … — whose every
+    next chunk a stream can read ahead (without the dependency XLA may read the remainder
+    at any time).
+    """
+    n_full, rem = divmod(n, c)
+    last = fn(params, rows(n_full * c, rem)) if rem else None
+    if not n_full:
+        return last
+
+    def body(acc, i):
+        return _tree_add(acc, fn(params, rows(i * c, c))), None
+
+    if remainder_first and last is not None:
+        return jax.lax.scan(body, last, jnp.arange(n_full))[0]
+    zero = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
+                        jax.eval_shape(lambda: fn(params, rows(0, c))))
+    total = jax.lax.scan(body, zero, jnp.arange(n_full))[0]
+    return total if last is None else _tree_add(total, last)
+
+
+def _slicer(data: PyTree) -> Callable[[Any, int], PyTree]:
+    """``rows(start, size)`` of arrays on the device: slices, never gathers."""
+    return lambda start, size: jax.tree.map(
+        lambda a: jax.lax.dynamic_slice_in_dim(a, start, size), data)
+
+
+def _reader(stream: Any, like: PyTree) -> Callable[[Any, int], PyTree]:
+    """``rows(start, size)`` of a stream's file: a host callback inside the compiled program
+    reads them (the stream reads the next chunk on a thread meanwhile), shaped and typed as
+    the device buffer ``like``. A *pure* callback: the rows are a function of ``start``
+    alone, and JAX refuses effectful callbacks in a ``vmap`` of ``cond`` (an SVRG snapshot
+    of vmapped chains)."""
+    def rows(start, size):
+        shapes = jax.tree.map(lambda a: jax.ShapeDtypeStruct((size, *a.shape[1:]), a.dtype),
+                              like)
+
+        def read(lo):
+            out = stream.read(int(lo), int(lo) + size)
+            return jax.tree.map(lambda x, s: np.asarray(x, s.dtype), out, shapes)
+
+        return jax.pure_callback(read, shapes, jnp.asarray(start, jnp.int32),
+                                 vmap_method="sequential")
+
+    return rows
 
 
 def _tree_add(a: PyTree, b: PyTree) -> PyTree:
@@ -205,14 +238,31 @@ class Problem:
         ``data_shards`` equal parts (over a device mesh's ``"data"`` axis, see
         :mod:`sgmc._mesh`), each part is summed on its own device (a ``vmap`` over the
         parts, which the partitioner keeps local) and the parts' sums are added.
+
+        Streamed data (:class:`sgmc.Stream`): the pass is exact, over all N rows of the
+        file, read ``pass_rows`` at a time into the compiled program by a host callback
+        (the next piece is read meanwhile) and summed in chunks; the sum is
+        returned on the buffer's scale, (B/N) Σ_{i=1}^{N}, the value that a sum over the
+        device's B rows estimates, so ``data_weight`` (N/B) times it is the full data term
+        (and every caller stays the same). It costs N evaluations (``total_data``).
         """
         if not self.has_data:
             raise ValueError("this problem has no data to pass over")
+        if self.stream is not None:
+            def piece_sum(p, piece):  # a piece read from the file, summed chunk by chunk
+                m = jax.tree.leaves(piece)[0].shape[0]
+                return _chunked_sum(fn, p, _slicer(piece), m, min(self.chunk_size, m))
+
+            n = self.stream.num_data
+            total = _chunked_sum(piece_sum, params, _reader(self.stream, self.data), n,
+                                 self.stream.pass_rows, remainder_first=True)
+            return jax.tree.map(lambda x: x * (self.num_data / n), total)
         if self.data_shards == 1:
-            return _chunked_sum(fn, params, self.data, self.num_data, self.chunk_size)
+            return _chunked_sum(fn, params, _slicer(self.data), self.num_data, self.chunk_size)
         m = self.num_data // self.data_shards
         parts = jax.tree.map(lambda a: a.reshape(self.data_shards, m, *a.shape[1:]), self.data)
-        sums = jax.vmap(lambda d: _chunked_sum(fn, params, d, m, min(self.chunk_size, m)))(parts)
+        sums = jax.vmap(lambda d: _chunked_sum(fn, params, _slicer(d), m,
+                                               min(self.chunk_size, m)))(parts)
         return jax.tree.map(lambda x: jnp.sum(x, axis=0), sums)
 
     def full_data_map(self, fn: Callable[[PyTree, PyTree], PyTree], params: PyTree) -> PyTree:

@@ -337,7 +337,7 @@ class GreedyRule:
         """F̂ per replica (exact, or a minibatch mean on one fresh batch) and the evals."""
         if self.batch_size is None:
             fn = problem.full_energy if problem.has_data else problem.exact_energy
-            return jax.vmap(fn)(position), 2 * max(problem.num_data, 1)
+            return jax.vmap(fn)(position), 2 * max(problem.total_data, 1)
         idx = jax.random.randint(key, (self.batch_size,), 0, problem.num_data, dtype=jnp.int32)
         u = jax.vmap(lambda th: problem.estimate_energy(th, idx))(position)
         return u, 2 * self.batch_size

@@ -45,7 +45,7 @@ class PSGLD:
         h, tau = params.step_size, params.temperature
         ctx = Context(t=params.t, step_size=h, temperature=tau)
         grad, est, n = estimator.estimate(problem, state.est, state.position, batch, k_est, ctx)
-        per_datum = 1.0 / max(problem.num_data, 1)
+        per_datum = 1.0 / max(problem.total_data, 1)
         v = jax.tree.map(lambda v, g: self.alpha * v + (1.0 - self.alpha) * (g * per_datum) ** 2,
                          state.square_avg, grad)
         precond = jax.tree.map(lambda v: 1.0 / (self.eps + jnp.sqrt(v)), v)
