@@ -142,3 +142,16 @@ def test_draws_do_not_depend_on_the_chunking(post, thin, per_block, name, monkey
     for k in ref.info:
         np.testing.assert_array_equal(ref.info[k], one.info[k])
     jax.clear_caches()
+
+
+def test_rbg_draws_are_not_hoisted_and_do_not_depend_on_the_block_size(post):
+    # JAX batches rbg keys by drawing the whole batch from its first key: drawn K steps at
+    # a time, a step's randomness would depend on K. rbg steps draw their own.
+    state = jax.tree.map(lambda x: x[0], driver._init_chains(
+        post, SAMPLERS["sgld"](), jnp.zeros((1, D)), jax.random.split(jax.random.key(1), 1)))
+    rbg = jax.random.key(0, impl="rbg")
+    assert split_step(driver._step_fn, (post, SAMPLERS["sgld"](), state), rbg,
+                      jnp.int32(0)) is None
+    runs = [sgmc.sample(post, SAMPLERS["sgld"](), jnp.zeros(D), 600, num_chains=2,
+                        prng="rbg", draws_per_block=n, progress=False) for n in (100, 60)]
+    np.testing.assert_array_equal(runs[0].samples, runs[1].samples)

@@ -17,10 +17,11 @@ equations, in order, into
   residuals) as inputs.
 
 Equations of constants only are kept on both sides, so a large constant is never stored once
-per step. ``pre`` is then ``vmap``-ed over K steps' keys. The values are the same as those
-of the whole step: the same operations on the same inputs (the batched draws are bitwise
-those of one step at a time; the driver puts an optimisation barrier between ``pre`` and
-``post`` so that no program fuses the two differently).
+per step. ``pre`` is then ``vmap``-ed over K steps' keys (threefry keys only: see
+:func:`split_step`). The values are the same as those of the whole step: the same
+operations on the same inputs (the batched draws are bitwise those of one step at a time;
+the driver puts an optimisation barrier between ``pre`` and ``post`` so that no program
+fuses the two differently).
 """
 
 from __future__ import annotations
@@ -73,8 +74,13 @@ def split_step(step: Callable[..., Any], args: tuple, key: jax.Array,
 
     ``args`` (pytrees), ``key`` (one typed key) and ``t`` (an int32 scalar) are examples of
     the arguments (only shapes and dtypes are used). Returns None when nothing would be
-    hoisted (no equation depends on the key or t alone).
+    hoisted (no equation depends on the key or t alone), and for keys whose draws change
+    when batched: JAX batches XLA's RngBitGenerator (``rbg`` keys) by drawing every batch
+    member's bits from the batch's first key, so drawing K steps at once would make the
+    draws depend on K (on the block size).
     """
+    if str(jax.random.key_impl(key)) != "threefry2x32":
+        return None
     closed, out_shape = jax.make_jaxpr(step, return_shape=True)(
         *_abstract(args), _abstract(key), _abstract(t))
     jaxpr = closed.jaxpr

@@ -51,8 +51,10 @@ PyTree = Any
 #: Upper bound on the device memory of one block's draw buffer.
 _BLOCK_BYTES = 64 * 2**20
 #: Pseudo-random generators: threefry (JAX's default: reproducible on every backend and
-#: under any sharding) or rbg (XLA's RngBitGenerator for the bits: about 25 % faster per
-#: step here, but its bits may differ across backends and shardings).
+#: under any sharding) or rbg (XLA's RngBitGenerator for the bits; its bits may differ
+#: across backends, and JAX draws a vmapped batch of rbg keys from the batch's first key,
+#: so a step's randomness is not drawn ahead with other steps' — the draws would depend on
+#: the block size — which makes rbg slower than threefry here).
 _PRNG_IMPLS = {"threefry": "threefry2x32", "rbg": "rbg"}
 #: Blocks per run when the user does not choose (progress granularity).
 _TARGET_BLOCKS = 20
@@ -369,7 +371,9 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
             (see :class:`sgmc.Stream`), and chosen to divide the run's draws when it can, so that
             the run needs one compiled program. The draws do not depend on it.
         prng: ``"threefry"`` (default; the same draws on every backend and sharding) or
-            ``"rbg"`` (faster random bits; draws may differ across backends).
+            ``"rbg"`` (XLA's RngBitGenerator: may be faster on accelerators, is slower on
+            the CPU, where threefry draws many steps' randomness at once; its draws may
+            differ across backends).
         checkpoint: a file path. The complete state of the run (every chain's sampler
             state, the draws kept so far, the position in the run) is written there
             atomically between blocks, and once more at the end; :func:`sgmc.resume`
