@@ -28,7 +28,8 @@ def run(script: str, *args: str, cwd=None) -> str:
 
 
 def test_every_example_is_tested_and_documented():
-    assert SCRIPTS == ["bnn.py", "gdxld_function.py", "glm_csv.py", "replica_exchange.py"]
+    assert SCRIPTS == ["bnn.py", "gdxld_function.py", "glm_csv.py", "out_of_core.py",
+                       "replica_exchange.py"]
     for name in SCRIPTS:
         text = (EXAMPLES / name).read_text()
         assert text.startswith('"""'), f"{name} needs a module docstring"
@@ -99,6 +100,23 @@ def test_gdxld_function():
     # From 20 random starts GD reaches the global minimum only when it starts in its basin
     # (1/20 at seed 0); GD×LD in 7/20 within 500 steps.
     assert int(gdxld.group(1)) >= int(gd.group(1)) + 3, out
+
+
+def test_out_of_core():
+    out = run("out_of_core.py", "--quick")
+    row = r"^{}.*?\s+(\d+\.\d)\s+(\d+\.\d\d)\s+(\d+\.\d\d) … (\d+\.\d\d)"
+    svrg = re.search(row.format("SVRG-LD"), out, re.M)
+    sgld = re.search(row.format("SGLD"), out, re.M)
+    assert svrg and sgld and "the device holds 20,000 rows" in out, out
+    # 4 chains × 300 draws in d = 10 (ESS of a few hundred): exact draws give covariance
+    # eigenvalues within about (1 ± √(d/ESS))² ≈ 0.7 … 1.4 (measured 0.78 … 1.38) and mean
+    # errors ~0.1 sd; the bound below allows for that, plus Euler's ≤ 5 % at hλ = 0.1.
+    # Plain SGLD's minibatch noise inflates the covariance 19–104× (measured).
+    err, lo, hi = (float(svrg.group(i)) for i in (2, 3, 4))
+    assert err < 0.4 and 0.55 < lo and hi < 1.7, out
+    assert float(sgld.group(4)) > 5, out
+    # Snapshots read the file: 10 exact passes + 2 × 100 rows per step over 4,000 steps.
+    assert float(svrg.group(1)) == 14.0 and float(sgld.group(1)) == 2.0, out
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

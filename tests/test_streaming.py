@@ -205,3 +205,28 @@ def test_stream_bad_input(files):
     with pytest.raises(ValueError, match="SAGA"):
         sgmc.sample(post, sgmc.sgld(1e-4, batch_size=10, estimator=sgmc.saga()),
                     np.zeros(D, np.float32), num_steps=10)
+
+
+@pytest.mark.parametrize("model", ["linear", "logistic", "softmax", "mlp"])
+def test_models_stream_memory_mapped_features(tmp_path, model):
+    # X stays a memory map (only y, N numbers, is read up front); the streamed posterior's
+    # exact full passes equal the in-memory model's (float32 sums in another order).
+    import jax
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3_000, 4)).astype(np.float32)
+    y = {"linear": rng.normal(size=3_000), "logistic": rng.integers(0, 2, 3_000),
+         "softmax": rng.integers(0, 3, 3_000), "mlp": rng.integers(0, 3, 3_000)}[model]
+    np.save(tmp_path / "X.npy", X)
+    mm = np.load(tmp_path / "X.npy", mmap_mode="r")
+    build = {"linear": sgmc.models.linear_regression,
+             "logistic": sgmc.models.logistic_regression,
+             "softmax": sgmc.models.softmax_regression,
+             "mlp": lambda X, y, **kw: sgmc.models.mlp(X, y, hidden=(5,), **kw)}[model]
+    streamed, memory = build(mm, y, buffer_rows=500), build(X, y)
+    assert isinstance(streamed.stream, sgmc.Stream) and streamed.stream.num_data == 3_000
+    assert streamed.num_data == 500 and streamed.total_data == 3_000
+    theta = (memory.loglik.init(jax.random.key(0)) if model == "mlp" else
+             np.full((4, 3) if model == "softmax" else 4, 0.1, np.float32))
+    np.testing.assert_allclose(streamed.full_energy(theta), memory.full_energy(theta),
+                               rtol=1e-5)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 
@@ -51,6 +52,37 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def console() -> int:
+    """The ``sgmc`` console script: :func:`main` with JAX's persistent compilation cache
+    (:func:`enable_cache`). :func:`main` called from Python leaves JAX's configuration
+    alone."""
+    enable_cache()
+    return main()
+
+
+def enable_cache() -> str | None:
+    """Keep compiled programs on disk (JAX's persistent compilation cache); returns the
+    folder, or None when off.
+
+    Most of a demo or a quick reproduction is XLA compiling (on 2 CPU cores, 2–7 s per
+    program); with the cache a second run of the same command compiles almost nothing (a
+    small SVRG-HMC run: 6.9 s → 1.3 s of compiling). The folder is ``$SGMC_CACHE_DIR``,
+    else ``$XDG_CACHE_HOME/sgmc/xla`` or ``~/.cache/sgmc/xla``; ``SGMC_CACHE_DIR=off``
+    turns it off, and a cache set up for JAX itself (``JAX_COMPILATION_CACHE_DIR``) is
+    left as it is.
+    """
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return None
+    folder = os.environ.get("SGMC_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sgmc", "xla")
+    if folder.lower() == "off":
+        return None
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", folder)
+    return folder
+
+
 def _demo_seed(text: str) -> int:
     """argparse type for ``demo --seed``: an integer in [0, sgmc.demo.MAX_SEED]."""
     from .demo import MAX_SEED
@@ -86,4 +118,4 @@ def _reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

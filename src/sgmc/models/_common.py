@@ -4,6 +4,7 @@ compiled program) and the checks of a design matrix and its targets."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -24,12 +25,32 @@ class GaussianLogPrior:
         return total
 
 
-def check_xy(X, y, y_dtype=np.float64) -> tuple[np.ndarray, np.ndarray]:
-    """X as a float64 (N, d) array and y as an (N,) array, or a ValueError naming the problem."""
-    X = np.asarray(X, dtype=np.float64)
+def check_xy(X, y, y_dtype=np.float64, streamed: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """X as a float64 (N, d) array and y as an (N,) array, or a ValueError naming the problem.
+
+    ``streamed``: X is left as given (a memory map is then never read whole) and only its
+    shape and dtype are checked; y (N numbers) is read.
+    """
+    if streamed:
+        if not hasattr(X, "shape") or not hasattr(X, "dtype"):
+            X = np.asarray(X)
+        if not np.issubdtype(X.dtype, np.number):
+            raise TypeError(f"X must be numeric, got dtype {X.dtype}")
+    else:
+        X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y) if y_dtype is None else np.asarray(y, dtype=y_dtype)
     if X.ndim != 2:
         raise ValueError(f"X must be a 2-D array (N, d), got shape {X.shape}")
     if y.shape != (X.shape[0],):
         raise ValueError(f"y must have shape ({X.shape[0]},) to match X, got {y.shape}")
     return X, y
+
+
+def xy_data(X, y, buffer_rows: int | None) -> dict | Any:
+    """A model's data {"x": float32 features, "y": targets as given}: in memory, or, with
+    ``buffer_rows``, an :class:`sgmc.Stream` of them (X read B rows at a time)."""
+    if buffer_rows is None:
+        return {"x": np.asarray(X, np.float32), "y": y}
+    from ..streaming import Stream
+
+    return Stream({"x": X, "y": y}, buffer_rows)

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _validate as check
 from ..problem import Posterior
-from ._common import GaussianLogPrior, check_xy
+from ._common import GaussianLogPrior, check_xy, xy_data
 
 __all__ = ["linear_regression", "linear_regression_posterior", "synthetic_linear_data"]
 
@@ -45,7 +45,7 @@ class GaussianLoglik:
 
 
 def linear_regression(X, y, noise_std: float = 1.0, prior_std: float = 1.0,
-                      chunk_size: int = 1024) -> Posterior:
+                      chunk_size: int = 1024, buffer_rows: int | None = None) -> Posterior:
     """The posterior of Bayesian linear regression as an :class:`sgmc.Posterior`.
 
     Args:
@@ -53,13 +53,16 @@ def linear_regression(X, y, noise_std: float = 1.0, prior_std: float = 1.0,
         y: targets (N,).
         noise_std: σ > 0, the known noise standard deviation.
         prior_std: s > 0, the prior standard deviation of every coefficient.
+        chunk_size: rows per chunk in full-data passes.
+        buffer_rows: stream the data (:class:`sgmc.Stream`): the device holds this many
+            rows at a time, and X — typically ``np.load(path, mmap_mode="r")`` — is never
+            read whole. Default: all data in memory.
     """
-    X, y = check_xy(X, y)
+    X, y = check_xy(X, y, streamed=buffer_rows is not None)
     sigma = check.positive("noise_std", noise_std)
     s = check.positive("prior_std", prior_std)
     return Posterior(GaussianLoglik(sigma), GaussianLogPrior(s),
-                     {"x": X.astype(np.float32), "y": y.astype(np.float32)},
-                     chunk_size=chunk_size)
+                     xy_data(X, y.astype(np.float32), buffer_rows), chunk_size=chunk_size)
 
 
 def linear_regression_posterior(X, y, noise_std: float = 1.0,

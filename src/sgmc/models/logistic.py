@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _validate as check
 from ..problem import Posterior
-from ._common import GaussianLogPrior, check_xy
+from ._common import GaussianLogPrior, check_xy, xy_data
 
 __all__ = ["logistic_regression", "synthetic_logistic_data"]
 
@@ -34,21 +34,25 @@ class BernoulliLoglik:
         return -self.predictor_loss(self.predictor(theta, datum), datum)
 
 
-def logistic_regression(X, y, prior_std: float = 1.0, chunk_size: int = 1024) -> Posterior:
+def logistic_regression(X, y, prior_std: float = 1.0, chunk_size: int = 1024,
+                        buffer_rows: int | None = None) -> Posterior:
     """The posterior of Bayesian logistic regression as an :class:`sgmc.Posterior`.
 
     Args:
         X: features (N, d). Add a column of ones for an intercept.
         y: labels (N,) in {0, 1}.
         prior_std: s > 0, the prior standard deviation of every coefficient.
+        chunk_size: rows per chunk in full-data passes.
+        buffer_rows: stream the data (:class:`sgmc.Stream`): the device holds this many
+            rows at a time, and X — typically ``np.load(path, mmap_mode="r")`` — is never
+            read whole. Default: all data in memory.
     """
-    X, y = check_xy(X, y, y_dtype=None)
+    X, y = check_xy(X, y, y_dtype=None, streamed=buffer_rows is not None)
     if not np.all((y == 0) | (y == 1)):
         raise ValueError("y must contain only the labels 0 and 1")
     s = check.positive("prior_std", prior_std)
     return Posterior(BernoulliLoglik(), GaussianLogPrior(s),
-                     {"x": X.astype(np.float32), "y": y.astype(np.float32)},
-                     chunk_size=chunk_size)
+                     xy_data(X, y.astype(np.float32), buffer_rows), chunk_size=chunk_size)
 
 
 def synthetic_logistic_data(num_data: int = 100_000, dim: int = 54, seed: int = 0):

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _validate as check
 from ..problem import Posterior
-from ._common import GaussianLogPrior, check_xy
+from ._common import GaussianLogPrior, check_xy, xy_data
 
 __all__ = ["MLP", "mlp"]
 
@@ -102,7 +102,8 @@ class _MLPLogPrior:
 
 def mlp(X, y, hidden: Sequence[int] = (50,), task: str = "classification",
         activation: str = "relu", prior_std: float = 1.0, noise_std: float | None = 1.0,
-        num_classes: int | None = None, chunk_size: int = 1024) -> Posterior:
+        num_classes: int | None = None, chunk_size: int = 1024,
+        buffer_rows: int | None = None) -> Posterior:
     """The posterior of a Bayesian MLP; ``post.loglik`` is the :class:`MLP`, whose
     ``init(key)`` gives a starting point and ``predict(params, X)`` the predictions.
 
@@ -117,6 +118,9 @@ def mlp(X, y, hidden: Sequence[int] = (50,), task: str = "classification",
             classification).
         num_classes: K ≥ 2 (default max(y) + 1).
         chunk_size: rows per chunk in full-data passes.
+        buffer_rows: stream the data (:class:`sgmc.Stream`): the device holds this many
+            rows at a time, and X — typically ``np.load(path, mmap_mode="r")`` — is never
+            read whole. Default: all data in memory.
 
     Example:
         >>> post = sgmc.models.mlp(X, y, hidden=(100,))                  # doctest: +SKIP
@@ -126,7 +130,7 @@ def mlp(X, y, hidden: Sequence[int] = (50,), task: str = "classification",
     check.choice("activation", activation, tuple(_ACTIVATIONS))
     widths = tuple(check.integer("hidden", h, lo=1) for h in hidden)
     s = check.positive("prior_std", prior_std)
-    X, y = check_xy(X, y, y_dtype=None)
+    X, y = check_xy(X, y, y_dtype=None, streamed=buffer_rows is not None)
     if task == "classification":
         if not np.all(np.mod(y, 1) == 0):
             raise ValueError("y must contain integer class labels for classification")
@@ -135,9 +139,9 @@ def mlp(X, y, hidden: Sequence[int] = (50,), task: str = "classification",
         if y.min() < 0 or y.max() >= k:
             raise ValueError(f"y must contain labels in [0, {k - 1}] (num_classes = {k})")
         net = MLP((X.shape[1], *widths, k), activation, task, None)
-        data = {"x": X.astype(np.float32), "y": y.astype(np.int32)}
+        y = y.astype(np.int32)
     else:
         sigma = None if noise_std is None else check.positive("noise_std", noise_std)
         net = MLP((X.shape[1], *widths, 1), activation, task, sigma)
-        data = {"x": X.astype(np.float32), "y": y.astype(np.float32)}
-    return Posterior(net, _MLPLogPrior(s), data, chunk_size=chunk_size)
+        y = y.astype(np.float32)
+    return Posterior(net, _MLPLogPrior(s), xy_data(X, y, buffer_rows), chunk_size=chunk_size)

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _validate as check
 from ..problem import Posterior
-from ._common import GaussianLogPrior, check_xy
+from ._common import GaussianLogPrior, check_xy, xy_data
 
 __all__ = ["softmax_regression"]
 
@@ -35,7 +35,7 @@ class CategoricalLoglik:
 
 
 def softmax_regression(X, y, num_classes: int | None = None, prior_std: float = 1.0,
-                       chunk_size: int = 1024) -> Posterior:
+                       chunk_size: int = 1024, buffer_rows: int | None = None) -> Posterior:
     """The posterior of Bayesian softmax regression; parameters are a (d, K) matrix.
 
     Args:
@@ -43,8 +43,12 @@ def softmax_regression(X, y, num_classes: int | None = None, prior_std: float = 
         y: integer labels (N,) in {0, …, K−1}.
         num_classes: K (default: max(y) + 1).
         prior_std: s > 0, the prior standard deviation of every weight.
+        chunk_size: rows per chunk in full-data passes.
+        buffer_rows: stream the data (:class:`sgmc.Stream`): the device holds this many
+            rows at a time, and X — typically ``np.load(path, mmap_mode="r")`` — is never
+            read whole. Default: all data in memory.
     """
-    X, y = check_xy(X, y, y_dtype=None)
+    X, y = check_xy(X, y, y_dtype=None, streamed=buffer_rows is not None)
     if not np.issubdtype(y.dtype, np.integer) and not np.all(np.mod(y, 1) == 0):
         raise ValueError("y must contain integer class labels")
     k = int(y.max()) + 1 if num_classes is None else check.integer("num_classes", num_classes,
@@ -53,4 +57,4 @@ def softmax_regression(X, y, num_classes: int | None = None, prior_std: float = 
         raise ValueError(f"y must contain labels in [0, {k - 1}] (num_classes = {k})")
     s = check.positive("prior_std", prior_std)
     return Posterior(CategoricalLoglik(), GaussianLogPrior(s),
-                     {"x": X.astype(np.float32), "y": y.astype(np.int32)}, chunk_size=chunk_size)
+                     xy_data(X, y.astype(np.int32), buffer_rows), chunk_size=chunk_size)
