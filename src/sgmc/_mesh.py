@@ -14,14 +14,17 @@ between replicas on different devices, or a split full pass, needs. Only the thi
 leave the devices, gathered once per block.
 
 Several hosts: call ``jax.distributed.initialize()`` in every process first and build the
-mesh over ``jax.devices()`` (all hosts' devices); the draws of every block are then gathered
-to every process (``multihost_utils.process_allgather``).
+mesh over ``jax.devices()`` (all hosts' devices); every process derives the same initial
+states and keys from the seed and places them through the host (:func:`put`), and the draws
+of every block are gathered to every process (``multihost_utils.process_allgather``).
+Every process writes its own checkpoints and streamed draws: on a shared file system give
+each its own path (e.g. ``f"run-{jax.process_index()}.ckpt"``).
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -85,6 +88,38 @@ def shardings(mesh: Mesh, sampler: Any, states: Any) -> tuple[Any, NamedSharding
         state_sharding = type(states)(**{
             k: both if k in sampler.replica_stacked else chains for k in states._fields})
     return state_sharding, chains
+
+
+def put(tree: Any, sharding: Any) -> Any:
+    """``jax.device_put(tree, sharding)`` that also works when the mesh spans several
+    processes. There JAX places only host values (or uncommitted arrays) that are the same
+    on every process; the values placed here — initial states, keys, counters — are, since
+    every process derives them from the same seed, but they sit on this process's device.
+    So they go through the host first (keys as their raw data)."""
+    if jax.process_count() == 1:
+        return jax.device_put(tree, sharding)
+
+    def host(x):
+        if not isinstance(x, jax.Array) or not x.is_fully_addressable:
+            return x  # already global, or a host value
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            return _HostKeys(np.asarray(jax.random.key_data(x)), jax.random.key_impl(x))
+        return np.asarray(x)
+
+    def place(x, s):
+        if isinstance(x, _HostKeys):
+            return jax.random.wrap_key_data(jax.device_put(x.data, s), impl=x.impl)
+        return jax.device_put(x, s)
+
+    leaves, treedef = jax.tree.flatten(tree)
+    shards = jax.tree.leaves(jax.tree.broadcast(sharding, tree))
+    return jax.tree.unflatten(treedef, [place(host(x), s) for x, s in
+                                        zip(leaves, shards, strict=True)])
+
+
+class _HostKeys(NamedTuple):
+    data: np.ndarray
+    impl: Any
 
 
 def to_host(x: jax.Array) -> np.ndarray:

@@ -37,7 +37,7 @@ from jax.sharding import Mesh
 
 from . import _validate as check
 from ._hoist import chunk_limit, draw_ahead, largest_divisor, split_step
-from ._mesh import check_mesh, shardings, split_data, to_host
+from ._mesh import check_mesh, put, shardings, split_data, to_host
 from ._store import DiskSink, MemorySink, tree_from_spec, tree_spec
 from ._tree import all_finite, as_float_tree
 from .errors import DivergenceError, Interrupted
@@ -632,9 +632,9 @@ class _Run:
             on_states, on_chains = shardings(mesh, sampler, cursor[0])
             self.placement = (on_states, on_chains)
             problem, on_problem = split_data(mesh, problem)
-            self.problem = jax.device_put(problem, on_problem)
-            self.put_data = partial(jax.device_put, device=on_problem)
-            self.run_keys = jax.device_put(self.run_keys, on_chains)
+            self.problem = put(problem, on_problem)
+            self.put_data = partial(put, sharding=on_problem)
+            self.run_keys = put(self.run_keys, on_chains)
             self.cursor = (*self.place(*cursor[:2]), *cursor[2:])
 
     def place(self, states, counters):
@@ -643,7 +643,7 @@ class _Run:
         the compiled block program needs them exactly as it was compiled for."""
         if self.placement is None:
             return states, counters
-        return jax.device_put((states, counters), (self.placement[0], self.placement[1]))
+        return put((states, counters), (self.placement[0], self.placement[1]))
 
     def kept_before(self, block: int) -> int:
         """Draws per chain kept by the blocks before ``block``."""
