@@ -4,11 +4,12 @@ compiled program) and the checks of a design matrix and its targets."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from ..streaming import Stream
 
 
 @dataclass(frozen=True)
@@ -46,11 +47,9 @@ def check_xy(X, y, y_dtype=np.float64, streamed: bool = False) -> tuple[np.ndarr
     return X, y
 
 
-def xy_data(X, y, buffer_rows: int | None) -> dict | Any:
+def xy_data(X, y, buffer_rows: int | None) -> dict | Stream:
     """A model's data {"x": float32 features, "y": targets as given}: in memory, or, with
     ``buffer_rows``, an :class:`sgmc.Stream` of them (X read B rows at a time)."""
     if buffer_rows is None:
         return {"x": np.asarray(X, np.float32), "y": y}
-    from ..streaming import Stream
-
     return Stream({"x": X, "y": y}, buffer_rows)
