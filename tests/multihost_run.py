@@ -15,7 +15,9 @@ import jax
 
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
 port, pid, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-jax.distributed.initialize(f"localhost:{port}", num_processes=2, process_id=pid)
+jax.distributed.initialize(f"localhost:{port}", num_processes=2, process_id=pid,
+                           initialization_timeout=120)
+print("runtime started", flush=True)  # what follows is sgmc's part
 
 import numpy as np  # noqa: E402
 from jax.sharding import Mesh  # noqa: E402

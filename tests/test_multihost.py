@@ -46,6 +46,10 @@ def outputs(tmp_path_factory):
         for p in procs:
             p.kill()
     for p, log in zip(procs, logs, strict=True):
+        if p.returncode and "runtime started" not in log:
+            # JAX's own multi-process runtime (coordinator, gloo) could not start on this
+            # machine: nothing of sgmc's has run yet.
+            pytest.skip(f"jax.distributed could not start here: {log[-500:]}")
         assert p.returncode == 0, log[-3000:]
     return [dict(np.load(folder / f"{i}.npz")) for i in (0, 1)]
 
