@@ -117,10 +117,9 @@ class Stream:
         self._reset()
 
     def _reset(self) -> None:
-        """The read-ahead of full passes (see :meth:`read`): the chunk being read, the
-        size of a pass's chunks, the reading thread (started on first use)."""
+        """The read-ahead of full passes (see :meth:`read`): the piece being read and the
+        reading thread (started on first use)."""
         self._ahead: tuple[int, int, Future] | None = None
-        self._size = 0
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
 
@@ -142,8 +141,9 @@ class Stream:
     def read(self, start: int, stop: int) -> PyTree:
         """Rows ``start:stop`` in file order, on the host (floating data as float32). A full
         pass (:meth:`Problem.full_data_sum <sgmc.problem.Problem.full_data_sum>`) asks for
-        consecutive chunks, so the next chunk of the same size is read meanwhile; every read
-        runs on one thread of the stream's, so a source is never read concurrently."""
+        the last N mod ``pass_rows`` rows, then consecutive pieces of ``pass_rows`` from row
+        0, so the piece after this one is read meanwhile; every read runs on one thread of
+        the stream's, so a source is never read concurrently."""
         start, stop = int(start), int(stop)
         with self._lock:
             if self._pool is None:
@@ -151,11 +151,8 @@ class Stream:
             ahead = self._ahead
             now = (ahead[2] if ahead is not None and ahead[:2] == (start, stop)
                    else self._pool.submit(self._rows, start, stop))
-            if stop < self.num_data:
-                self._size = stop - start
-                nxt = (stop, min(stop + self._size, self.num_data))
-            else:  # the last rows (a pass's first chunk): the next chunk starts at row 0
-                nxt = (0, min(self._size or stop - start, self.num_data))
+            lo = stop if stop < self.num_data else 0  # after the last rows comes row 0
+            nxt = (lo, min(lo + self.pass_rows, self.num_data))
             self._ahead = (*nxt, self._pool.submit(self._rows, *nxt))
         return now.result()
 
@@ -172,7 +169,7 @@ class Stream:
 
     def __getstate__(self) -> dict:  # threads and locks stay with the process
         return {k: v for k, v in self.__dict__.items()
-                if k not in ("_ahead", "_size", "_lock", "_pool")}
+                if k not in ("_ahead", "_lock", "_pool")}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)

@@ -29,16 +29,12 @@ class GaussianLogPrior:
 def check_xy(X, y, y_dtype=np.float64, streamed: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """X as a float64 (N, d) array and y as an (N,) array, or a ValueError naming the problem.
 
-    ``streamed``: X is left as given (a memory map is then never read whole) and only its
-    shape and dtype are checked; y (N numbers) is read.
+    ``streamed``: X is not converted (a memory map stays one, unread) and only its shape
+    and dtype are checked; y (N numbers) is read.
     """
-    if streamed:
-        if not hasattr(X, "shape") or not hasattr(X, "dtype"):
-            X = np.asarray(X)
-        if not np.issubdtype(X.dtype, np.number):
-            raise TypeError(f"X must be numeric, got dtype {X.dtype}")
-    else:
-        X = np.asarray(X, dtype=np.float64)
+    X = np.asarray(X) if streamed else np.asarray(X, dtype=np.float64)
+    if not np.issubdtype(X.dtype, np.number):
+        raise TypeError(f"X must be numeric, got dtype {X.dtype}")
     y = np.asarray(y) if y_dtype is None else np.asarray(y, dtype=y_dtype)
     if X.ndim != 2:
         raise ValueError(f"X must be a 2-D array (N, d), got shape {X.shape}")
