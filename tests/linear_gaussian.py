@@ -36,7 +36,7 @@ def _transition(step, d):
 
 
 def predicted_cov(kind, A, V, h, temperature=1.0, friction=None, precond=None):
-    """Stationary covariance of θ for ``kind`` in {"sgld", "euler", "splitting"}.
+    """Stationary covariance of θ for ``kind`` in {"sgld", "euler", "explicit", "splitting"}.
 
     ``precond`` (a vector G) turns SGLD into pSGLD with that preconditioner held fixed.
     """
@@ -53,6 +53,9 @@ def predicted_cov(kind, A, V, h, temperature=1.0, friction=None, precond=None):
         def step(th, p, w):
             p = (1 - D * h) * p - h * A @ th + w
             return th + h * p, p
+    elif kind == "explicit":
+        def step(th, p, w):
+            return th + h * p, (1 - D * h) * p - h * A @ th + w
     elif kind == "splitting":
         c = np.exp(-D * h / 2)
         def step(th, p, w):

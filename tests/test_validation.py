@@ -26,6 +26,10 @@ def post():
      r"friction \* step_size must be < 1 for the Euler integrator"),
     (lambda: sgmc.sghmc(1e-3, friction=0.0), ValueError, "friction must lie in"),
     (lambda: sgmc.sghmc(1e-3, integrator="leapfrog"), ValueError, "integrator must be one of"),
+    (lambda: sgmc.sghmc(0.1, friction=10.0, integrator="explicit"), ValueError,
+     r"friction \* step_size must be < 1 for the explicit Euler integrator"),
+    (lambda: sgmc.sghmc(1e-3, init_momentum="gaussian"), ValueError,
+     "init_momentum must be one of"),
     (lambda: sgmc.sghmc(sgmc.schedules.polynomial_decay(0.2), friction=10.0), ValueError,
      "friction \\* step_size"),
     (lambda: sgmc.sghmc(sgmc.schedules.from_function(lambda t: 0.1)), ValueError,
@@ -38,6 +42,17 @@ def post():
 def test_bad_sampler_arguments(make, exc, match):
     with pytest.raises(exc, match=match):
         make()
+
+
+@pytest.mark.parametrize("integrator", ["euler", "explicit", "splitting"])
+def test_init_momentum_zero_starts_at_rest(post, integrator):
+    """init_momentum="zero" is the SVRG-HMC paper's p₀ = 0; "random" draws N(0, τ I)."""
+    import jax
+    for how, expect_zero in (("zero", True), ("random", False)):
+        s = sgmc.sghmc(1e-3, batch_size=10, temperature=2.0, integrator=integrator,
+                       init_momentum=how)
+        st = s.init(post, jnp.zeros(3), jax.random.key(0))
+        assert bool(jnp.all(st.dyn.momentum == 0.0)) == expect_zero
 
 
 def test_splitting_allows_large_friction_times_step():

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 from . import _validate as check
 from ._pytree import pytree_dataclass, static
-from .dynamics import INTEGRATORS, PSGLD, Langevin, StepParams, Underdamped
+from .dynamics import INIT_MOMENTA, INTEGRATORS, PSGLD, Langevin, StepParams, Underdamped
 from .estimators import Batcher, Estimator, Uniform, uniform
 from .schedules import Schedule, as_schedule
 
@@ -125,12 +125,15 @@ def sgld(step_size: float | Schedule, batch_size: int | None = None, temperature
 
 def sghmc(step_size: float | Schedule, friction: float = 10.0, batch_size: int | None = None,
           temperature: float = 1.0, estimator: Estimator | None = None,
-          integrator: str = "euler") -> Sampler:
+          integrator: str = "euler", init_momentum: str = "random") -> Sampler:
     """Stochastic-gradient Hamiltonian Monte Carlo (Chen et al. 2014), unit mass.
 
     ``integrator="euler"`` (SVRG-HMC paper eq. 1–2, needs friction·h < 1):
 
         p_{k+1} = (1 − D h) p_k − h ∇̃U(θ_k) + sqrt(2 D h τ) ξ_k,   θ_{k+1} = θ_k + h p_{k+1}
+
+    ``integrator="explicit"``: explicit Euler–Maruyama (EWSG paper eq. 3), the same momentum
+    update with θ_{k+1} = θ_k + h p_k (the old momentum; also needs friction·h < 1).
 
     ``integrator="splitting"``: the second-order symmetric splitting of eq. (12)–(16), with
     the gradient taken at the half step θ_k + (h/2) p_k (see :mod:`sgmc.dynamics.underdamped`).
@@ -141,18 +144,22 @@ def sghmc(step_size: float | Schedule, friction: float = 10.0, batch_size: int |
         batch_size: minibatch size n ∈ [1, N]; ``None`` uses the full data.
         temperature: τ ≥ 0; τ = 0 is heavy-ball (momentum) descent.
         estimator: gradient estimator, default :func:`sgmc.uniform`.
-        integrator: ``"euler"`` or ``"splitting"``.
+        integrator: ``"euler"``, ``"explicit"`` or ``"splitting"``.
+        init_momentum: ``"random"`` draws p₀ from its stationary law N(0, τ I); ``"zero"``
+            starts from p₀ = 0 (the SVRG-HMC paper's Algorithms 1–4).
     """
     schedule, batch_size, tau, estimator = _common(step_size, batch_size, temperature, estimator)
     fr = check.positive("friction", friction)
     check.choice("integrator", integrator, INTEGRATORS)
-    if integrator == "euler" and fr * schedule.max_value() >= 1.0:
-        raise ValueError("friction * step_size must be < 1 for the Euler integrator (the "
+    check.choice("init_momentum", init_momentum, INIT_MOMENTA)
+    if integrator in ("euler", "explicit") and fr * schedule.max_value() >= 1.0:
+        form = "Euler" if integrator == "euler" else "explicit Euler"
+        raise ValueError(f"friction * step_size must be < 1 for the {form} integrator (the "
                          f"momentum would not contract); got {fr} * {schedule.max_value()} = "
                          f"{fr * schedule.max_value():g}. Lower one, or use "
                          "integrator='splitting'")
-    name = "sghmc" if integrator == "euler" else "sghmc-splitting"
-    return Sampler(Underdamped(fr, integrator), estimator, schedule, tau, batch_size, name)
+    name = "sghmc" if integrator == "euler" else f"sghmc-{integrator}"
+    return Sampler(Underdamped(fr, integrator, init_momentum), estimator, schedule, tau, batch_size, name)
 
 
 def psgld(step_size: float | Schedule, batch_size: int | None = None, temperature: float = 1.0,

@@ -3,9 +3,10 @@
 from .base import StepParams
 from .langevin import Langevin, LangevinState
 from .psgld import PSGLD, PSGLDState
-from .underdamped import INTEGRATORS, Underdamped, UnderdampedState
+from .underdamped import INIT_MOMENTA, INTEGRATORS, Underdamped, UnderdampedState
 
 __all__ = [
+           "INIT_MOMENTA",
            "INTEGRATORS",
            "PSGLD",
            "Langevin",

@@ -3,10 +3,19 @@
 Continuous dynamics with unit mass and friction D at temperature τ:
 dθ = p dt,  dp = −∇U dt − D p dt + sqrt(2 D τ) dW.
 
-``integrator="euler"`` — the SVRG-HMC paper's eq. (1)–(2) (Li et al.), requires D h < 1:
+``integrator="euler"`` — the SVRG-HMC paper's eq. (1)–(2) (Li et al.), semi-implicit
+(symplectic) Euler, requires D h < 1:
 
     p_{k+1} = (1 − D h) p_k − h ∇̃U(θ_k) + sqrt(2 D h τ) ξ_k,
     θ_{k+1} = θ_k + h p_{k+1}.
+
+``integrator="explicit"`` — explicit Euler–Maruyama, the EWSG paper's eq. (3) (Li, Wang, Zha
+& Tao): the same momentum update, but the position moves with the *old* momentum,
+
+    θ_{k+1} = θ_k + h p_k.
+
+It is first order like "euler" but not symplectic: its stationary law is biased by O(h) in
+the position (not only the momentum), and it needs a smaller step for the same accuracy.
 
 ``integrator="splitting"`` — the symmetric splitting of eq. (12)–(16) (Chen et al. 2015;
 Leimkuhler & Shang 2016), second order, gradient at the half-step point θ':
@@ -15,7 +24,9 @@ Leimkuhler & Shang 2016), second order, gradient at the half-step point θ':
     p'' = p' − h ∇̃U(θ') + sqrt(2 D h τ) ξ_k,
     p_{k+1} = e^{−Dh/2} p'',    θ_{k+1} = θ' + (h/2) p_{k+1}.
 
-The momentum starts from its stationary law N(0, τ I) (zero at τ = 0, heavy-ball descent).
+The momentum starts from its stationary law N(0, τ I) (``init_momentum="random"``, zero at
+τ = 0, heavy-ball descent) or from p₀ = 0 (``init_momentum="zero"``, as in the SVRG-HMC
+paper's Algorithms 1–4).
 """
 
 from __future__ import annotations
@@ -29,9 +40,10 @@ from .._pytree import pytree_dataclass, static
 from .._tree import normal_like
 from ..estimators.base import Context
 
-__all__ = ["INTEGRATORS", "Underdamped", "UnderdampedState"]
+__all__ = ["INIT_MOMENTA", "INTEGRATORS", "Underdamped", "UnderdampedState"]
 
-INTEGRATORS = ("euler", "splitting")
+INTEGRATORS = ("euler", "explicit", "splitting")
+INIT_MOMENTA = ("random", "zero")
 
 
 class UnderdampedState(NamedTuple):
@@ -42,15 +54,18 @@ class UnderdampedState(NamedTuple):
 
 @pytree_dataclass
 class Underdamped:
-    """SGHMC dynamics with friction ``friction`` (D) and the chosen integrator."""
+    """SGHMC dynamics with friction ``friction`` (D), the chosen integrator and initial
+    momentum."""
 
     friction: Any
     integrator: str = static("euler")
+    init_momentum: str = static("random")
 
     def init(self, problem, estimator, position, key, params):
         k_mom, k_est = jax.random.split(key)
         noise = normal_like(k_mom, position)
-        momentum = jax.tree.map(lambda z: jnp.sqrt(params.temperature) * z, noise)
+        scale = 0.0 if self.init_momentum == "zero" else jnp.sqrt(params.temperature)
+        momentum = jax.tree.map(lambda z: scale * z, noise)
         return UnderdampedState(position, momentum, estimator.init(problem, position, k_est))
 
     def step(self, problem, estimator, state, batch, key, params):
@@ -59,7 +74,7 @@ class Underdamped:
         noise_scale = jnp.sqrt(2.0 * fr * h * tau)
         noise = normal_like(k_noise, state.position)
         tmap = jax.tree.map
-        if self.integrator == "euler":
+        if self.integrator in ("euler", "explicit"):
             ctx = Context(t=params.t, step_size=h, temperature=tau, friction=fr,
                           momentum=state.momentum,
                           kick_offset=tmap(lambda p: h * fr * p, state.momentum))
@@ -67,7 +82,9 @@ class Underdamped:
                                               k_est, ctx)
             p = tmap(lambda p, g, z: (1.0 - fr * h) * p - h * g + noise_scale * z,
                      state.momentum, grad, noise)
-            theta = tmap(lambda x, p: x + h * p, state.position, p)
+            # Semi-implicit Euler moves with the new momentum, explicit Euler with the old.
+            moving = p if self.integrator == "euler" else state.momentum
+            theta = tmap(lambda x, p: x + h * p, state.position, moving)
             return UnderdampedState(theta, p, est), n
         decay = jnp.exp(-0.5 * fr * h)
         half = tmap(lambda x, p: x + 0.5 * h * p, state.position, state.momentum)

@@ -1,0 +1,203 @@
+"""The one verdict rule of every reproduction and of ``sgmc demo``.
+
+A paper's claim is turned into a measured *effect in the claimed direction* (positive when the
+data agree with the claim; for a threshold claim, the margin by which the threshold is met)
+with its standard error over independent replications (seeds, chains, replications or test
+examples — each claim says which). Then, with z = effect / SE:
+
+* **holds** — z > 2 (the effect exceeds 2 standard errors in the claimed direction);
+* **does not hold** — z < −2 (2 standard errors the other way, or the threshold missed by
+  more than 2 SE);
+* **not resolved** — otherwise;
+* **not tested in the paper's regime** — the run's model, data or scale differ from the
+  paper's in a way that could change the answer (``in_regime=False``), and the claim did not
+  hold anyway. The statistical outcome is still recorded (``outcome``).
+
+An SE of 0 (a deterministic comparison) decides by the sign of the effect alone; an effect of
+exactly 0 with SE 0 is "not resolved". A non-finite effect or SE is "not resolved".
+
+:func:`judge` returns a :class:`Claim`; :meth:`Claim.to_dict` is what ``--json`` writes per
+claim: ``claim``, ``verdict``, ``rule``, ``measured`` (values with their SE), ``paper``,
+``deviations``, and the effect, its SE and z.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["HOLDS", "NOT_HOLD", "NOT_REGIME", "NOT_RESOLVED", "RULE", "VERDICTS", "Claim",
+           "check_claim_dict", "diff_se", "judge", "mean_se", "paired", "proportion",
+           "publish", "ratio_se"]
+
+HOLDS = "holds"
+NOT_HOLD = "does not hold"
+NOT_RESOLVED = "not resolved"
+NOT_REGIME = "not tested in the paper's regime"
+VERDICTS = (HOLDS, NOT_HOLD, NOT_RESOLVED, NOT_REGIME)
+
+#: The rule, as printed beside every verdict.
+RULE = ("holds if the effect in the claimed direction exceeds 2 SE; does not hold if it is "
+        "2 SE the other way (or a threshold is missed by more than 2 SE); otherwise not "
+        "resolved; 'not tested in the paper's regime' when the setting differs from the "
+        "paper's in a way that could change the answer and the claim did not hold anyway")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One paper claim judged by the rule (see the module docstring)."""
+
+    claim: str
+    verdict: str
+    outcome: str              # the statistical outcome before the regime check
+    effect: float             # in the claimed direction (> 0 supports the claim)
+    se: float
+    se_over: str              # what the SE is over: "4 seeds", "32 chains", ...
+    measured: Mapping[str, Any]
+    paper: Any = None
+    deviations: Sequence[str] = field(default_factory=tuple)
+    effect_text: str = ""     # how the effect is defined, e.g. "KL(SGHMC) − KL(EWSG)"
+
+    @property
+    def z(self) -> float:
+        if not (math.isfinite(self.effect) and math.isfinite(self.se)):
+            return float("nan")
+        if self.se > 0:
+            return self.effect / self.se
+        return math.copysign(math.inf, self.effect) if self.effect != 0 else 0.0
+
+    def to_dict(self) -> dict:
+        return {"claim": self.claim, "verdict": self.verdict, "rule": RULE,
+                "outcome": self.outcome, "effect": self.effect, "se": self.se,
+                "z": self.z, "se_over": self.se_over, "effect_definition": self.effect_text,
+                "measured": _plain(self.measured), "paper": _plain(self.paper),
+                "deviations": list(self.deviations)}
+
+    def effect_str(self) -> str:
+        what = f"{self.effect_text} = " if self.effect_text else "effect "
+        return f"{what}{_g(self.effect)} ± {_g(self.se)} (SE over {self.se_over})"
+
+    def line(self) -> str:
+        """One printable line: claim -> verdict (effect ± SE)."""
+        return f"{self.claim} -> {self.verdict.upper()} ({self.effect_str()})"
+
+    def lines(self) -> list[str]:
+        """The claim line, then its deviations (indented)."""
+        out = [self.line()]
+        if self.verdict == NOT_REGIME:
+            out.append(f"    (statistical outcome here: {self.outcome})")
+        out += [f"    deviation: {d}" for d in self.deviations]
+        return out
+
+
+def judge(claim: str, effect: float, se: float, *, se_over: str,
+          measured: Mapping[str, Any] | None = None, paper: Any = None,
+          deviations: Iterable[str] = (), in_regime: bool = True,
+          effect_text: str = "") -> Claim:
+    """Apply the rule to an effect (in the claimed direction) and its standard error.
+
+    Args:
+        claim: the paper's claim in one sentence.
+        effect: the measured effect, signed so that > 0 supports the claim (for a threshold
+            claim: value − threshold in the claimed direction).
+        se: its standard error (≥ 0).
+        se_over: what the SE is over, e.g. ``"4 seeds"``.
+        measured: the values behind the effect, each ideally ``{"value": v, "se": s}``.
+        paper: the paper's numbers where it gives them.
+        deviations: every setting that differs from the paper's, with the reason.
+        in_regime: False when the run differs from the paper's regime in a way that could
+            change the answer.
+        effect_text: how the effect is computed, e.g. ``"MSE(SGHMC) − MSE(SVRG-HMC)"``.
+    """
+    effect, se = float(effect), float(se)
+    if se < 0:
+        raise ValueError(f"se must be ≥ 0, got {se}")
+    c = Claim(claim, "", "", effect, se, se_over, dict(measured or {}), paper,
+              tuple(deviations), effect_text)
+    z = c.z
+    outcome = HOLDS if z > 2 else NOT_HOLD if z < -2 else NOT_RESOLVED  # nan: not resolved
+    verdict = outcome if in_regime or outcome == HOLDS else NOT_REGIME
+    return Claim(claim, verdict, outcome, effect, se, se_over, c.measured, paper,
+                 c.deviations, effect_text)
+
+
+def publish(claims: Sequence[Claim], title: str = "Verdicts") -> list[dict]:
+    """Print the claims under the rule and return them as JSON-ready dicts (the ``claims``
+    entry of an experiment's result)."""
+    print(f"\n{title} (rule: {RULE}):")
+    for c in claims:
+        print("- " + "\n  ".join(c.lines()))
+    return [c.to_dict() for c in claims]
+
+
+def check_claim_dict(d: Mapping[str, Any]) -> None:
+    """Raise AssertionError unless ``d`` is a claim as :meth:`Claim.to_dict` writes it and its
+    verdict follows from its effect and SE by the rule (used by the tests on every
+    experiment's ``--json``)."""
+    for key in ("claim", "verdict", "rule", "measured", "paper", "deviations", "effect", "se"):
+        assert key in d, f"claim {d.get('claim')!r} lacks {key!r}"
+    assert d["verdict"] in VERDICTS, d["verdict"]
+    effect, se = float(d["effect"]), float(d["se"])
+    z = (effect / se if se > 0 else math.copysign(math.inf, effect) if effect else 0.0) \
+        if math.isfinite(effect) and math.isfinite(se) else float("nan")
+    expected = HOLDS if z > 2 else NOT_HOLD if z < -2 else NOT_RESOLVED
+    assert d["outcome"] == expected, (d["claim"], d["outcome"], z)
+    if d["verdict"] == HOLDS:
+        assert z > 2, (d["claim"], z)
+    if d["verdict"] != NOT_REGIME:
+        assert d["verdict"] == expected, (d["claim"], d["verdict"], z)
+    assert isinstance(d["deviations"], list)
+
+
+# -- standard errors -----------------------------------------------------------------------
+def mean_se(values) -> tuple[float, float]:
+    """Mean and standard error (ddof = 1) of independent replications; SE nan for one."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    if v.size == 0:
+        return float("nan"), float("nan")
+    se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else float("nan")
+    return float(v.mean()), se
+
+
+def paired(a, b) -> tuple[float, float]:
+    """Mean and SE of a − b over paired replications (same seeds / chains)."""
+    return mean_se(np.asarray(a, np.float64) - np.asarray(b, np.float64))
+
+
+def diff_se(se_a: float, se_b: float) -> float:
+    """SE of the difference of two independent estimates."""
+    return float(math.hypot(se_a, se_b))
+
+
+def ratio_se(a: float, se_a: float, b: float, se_b: float) -> tuple[float, float]:
+    """a/b and its delta-method SE for independent a and b."""
+    r = a / b
+    return float(r), float(abs(r) * math.hypot(se_a / a, se_b / b))
+
+
+def proportion(successes: float, trials: int) -> tuple[float, float]:
+    """A success rate s/n and its binomial SE sqrt(p̃(1 − p̃)/n), with p̃ = (s + 1)/(n + 2)
+    (Laplace's rule) so that 0/n and n/n do not claim an SE of 0."""
+    p_tilde = (float(successes) + 1.0) / (trials + 2.0)
+    return float(successes) / trials, float(math.sqrt(p_tilde * (1 - p_tilde) / trials))
+
+
+def _g(x: float) -> str:
+    return f"{x:.3g}" if isinstance(x, (int, float)) and math.isfinite(x) else str(x)
+
+
+def _plain(x):
+    """JSON-ready copy (NumPy scalars and arrays to Python numbers and lists)."""
+    if isinstance(x, Mapping):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
