@@ -2,6 +2,7 @@
 refused by argparse; `sgmc reproduce --list` lists every experiment with its run time; the
 console script keeps compiled programs on disk."""
 
+import json
 import os
 import re
 import subprocess
@@ -11,6 +12,7 @@ import pytest
 
 from sgmc.cli import main
 from sgmc.experiments import registry
+from sgmc.experiments.verdict import VERDICTS, check_claim_dict
 
 PAPERS = ("SVRG-HMC", "EWSG", "VR-reSGLD", "GD×LD")
 
@@ -46,7 +48,7 @@ def test_demo_prints_one_table(demo):
     _, text = demo
     header = [line for line in text.splitlines() if line.startswith("paper")]
     assert len(header) == 1  # one table
-    for col in ("method(s)", "claim", "measured", "holds?"):
+    for col in ("method(s)", "claim", "measured", "verdict"):
         assert col in header[0]
     for paper in PAPERS:
         assert paper in text
@@ -62,8 +64,19 @@ def test_demo_report_has_one_row_per_paper(demo):
         assert len(row) == 5
         assert row[0].startswith(paper)
         assert row[3]  # something was measured
-        assert row[4] in {"yes", "no", "partly"}
+        assert row[4] and all(v.strip() in VERDICTS for v in row[4].split(";"))
     assert "**seed**: 3" in md
+
+
+def test_demo_claims_follow_the_verdict_rule(demo):
+    """report.json: every claim has a verdict from the rule, its effect ± SE, its deviations;
+    no "holds" under 2 SE."""
+    out, text = demo
+    claims = json.loads((out / "report.json").read_text(encoding="utf-8"))["claims"]
+    assert {c["paper_name"].split(" (")[0] for c in claims} == set(PAPERS)
+    for c in claims:
+        check_claim_dict(c)
+    assert "rule: holds if the effect" in text
 
 
 def test_demo_report_links_existing_figures(demo):

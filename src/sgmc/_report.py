@@ -14,6 +14,8 @@ import os
 import platform
 from typing import Any
 
+from .experiments.verdict import RULE
+
 
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
@@ -44,19 +46,19 @@ def markdown(sections: list[Any], head: dict[str, str]) -> str:
     lines += [f"- **{k}**: `{v}`" if k == "command" else f"- **{k}**: {v}"
               for k, v in head.items()]
     lines += ["", "Each row is a reduced version of the experiment that the command in its "
-              "section runs in full. \"holds?\" applies the criterion stated in the section "
-              "to the numbers measured here, at the demo's size; nothing was tuned toward "
-              "agreement.", "",
-              "| paper | method(s) | claim | measured | holds? |", "|---|---|---|---|---|"]
+              "section runs in full, at the demo's size; nothing was tuned toward agreement. "
+              f"Verdict rule: {RULE}.", "",
+              "| paper | method(s) | claim | measured | verdict |", "|---|---|---|---|---|"]
     for s in sections:
         lines.append("| " + " | ".join(_cell(v) for v in (s.paper, s.methods, s.claim,
-                                                           s.measured, s.holds)) + " |")
+                                                           s.measured, s.verdicts)) + " |")
     for i, s in enumerate(sections, 1):
-        lines += ["", f"## {i}. {s.paper}", "",
-                  f"- claim: {s.claim}", f"- criterion: {s.criterion}",
-                  f"- holds: **{s.holds}**", f"- measured: {s.measured}",
-                  f"- run time: {s.seconds:.0f} s",
-                  f"- full experiment: `{s.command}`", ""]
+        lines += ["", f"## {i}. {s.paper}", "", f"- claim: {s.claim}",
+                  f"- measured: {s.measured}", f"- run time: {s.seconds:.0f} s",
+                  f"- full experiment: `{s.command}`", "", "Verdicts:", ""]
+        lines += [f"- {c.claim}: **{c.verdict}** — {c.effect_str()}"
+                  + "".join(f"; deviation: {d}" for d in c.deviations) for c in s.claims]
+        lines += [""]
         lines += s.details
         for fig in s.figures:
             lines += ["", f"![{s.paper}]({fig})"]
@@ -103,20 +105,23 @@ def html_report(sections: list[Any], head: dict[str, str]) -> str:
              f"<title>sgmc demo</title><style>{_CSS}</style></head><body>",
              "<h1>sgmc demo: one small run of each paper's headline experiment</h1><ul>"]
     parts += [f"<li><b>{e(k)}</b>: {e(v)}</li>" for k, v in head.items()]
-    parts += ["</ul><table><tr><th>paper</th><th>method(s)</th><th>claim</th>"
-              "<th>measured</th><th>holds?</th></tr>"]
+    parts += [f"</ul><p>Verdict rule: {e(RULE)}.</p><table><tr><th>paper</th>"
+              "<th>method(s)</th><th>claim</th><th>measured</th><th>verdict</th></tr>"]
     for s in sections:
         parts.append("<tr>" + "".join(f"<td>{e(v)}</td>" for v in
-                                      (s.paper, s.methods, s.claim, s.measured, s.holds))
+                                      (s.paper, s.methods, s.claim, s.measured, s.verdicts))
                      + "</tr>")
     parts.append("</table>")
     for i, s in enumerate(sections, 1):
         parts += [f"<h2>{i}. {e(s.paper)}</h2><ul>",
-                  f"<li>claim: {e(s.claim)}</li><li>criterion: {e(s.criterion)}</li>",
-                  f"<li>holds: <b>{e(s.holds)}</b></li><li>measured: {e(s.measured)}</li>",
+                  f"<li>claim: {e(s.claim)}</li><li>measured: {e(s.measured)}</li>",
                   f"<li>run time: {s.seconds:.0f} s</li>",
                   f"<li>full experiment: <code>{e(s.command)}</code></li></ul>",
-                  _md_table_to_html(s.details)]
+                  "<p>Verdicts:</p><ul>"]
+        parts += [f"<li>{e(c.claim)}: <b>{e(c.verdict)}</b> — {e(c.effect_str())}"
+                  + "".join(f"; deviation: {e(d)}" for d in c.deviations) + "</li>"
+                  for c in s.claims]
+        parts += ["</ul>", _md_table_to_html(s.details)]
         parts += [f"<p><img src='{e(f)}' alt='{e(s.paper)}'></p>" for f in s.figures]
         parts.append(f"<details><summary>settings</summary><pre>"
                      f"{e(_settings_text(s.settings))}</pre></details>")
@@ -126,7 +131,8 @@ def html_report(sections: list[Any], head: dict[str, str]) -> str:
 
 def write_report(out: str, sections: list[Any], quick: bool, seed: int,
                  seconds: float, cpu_seconds: float = float("nan")) -> list[str]:
-    """Write ``out/report.md`` and ``out/report.html``; returns their paths.
+    """Write ``out/report.md``, ``out/report.html`` and ``out/report.json`` (every claim as
+    :meth:`sgmc.experiments.verdict.Claim.to_dict` writes it); returns their paths.
 
     ``sections`` are :class:`sgmc.demo.Section` rows whose figures already sit in ``out``.
     """
@@ -139,4 +145,10 @@ def write_report(out: str, sections: list[Any], quick: bool, seed: int,
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
         paths.append(path)
+    path = os.path.join(out, "report.json")
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump({"head": head, "claims": [dict(c.to_dict(), paper_name=s.paper)
+                                            for s in sections for c in s.claims]},
+                  fh, indent=1, default=float, ensure_ascii=False)
+    paths.append(path)
     return paths

@@ -159,7 +159,8 @@ def sghmc(step_size: float | Schedule, friction: float = 10.0, batch_size: int |
                          f"{fr * schedule.max_value():g}. Lower one, or use "
                          "integrator='splitting'")
     name = "sghmc" if integrator == "euler" else f"sghmc-{integrator}"
-    return Sampler(Underdamped(fr, integrator, init_momentum), estimator, schedule, tau, batch_size, name)
+    return Sampler(Underdamped(fr, integrator, init_momentum), estimator, schedule, tau,
+                   batch_size, name)
 
 
 def psgld(step_size: float | Schedule, batch_size: int | None = None, temperature: float = 1.0,

@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["HOLDS", "NOT_HOLD", "NOT_REGIME", "NOT_RESOLVED", "RULE", "VERDICTS", "Claim",
-           "check_claim_dict", "diff_se", "judge", "mean_se", "paired", "proportion",
-           "publish", "ratio_se"]
+           "bootstrap_se", "check_claim_dict", "diff_se", "judge", "mean_se", "paired",
+           "proportion", "publish", "ratio_se"]
 
 HOLDS = "holds"
 NOT_HOLD = "does not hold"
@@ -166,6 +166,15 @@ def mean_se(values) -> tuple[float, float]:
 def paired(a, b) -> tuple[float, float]:
     """Mean and SE of a − b over paired replications (same seeds / chains)."""
     return mean_se(np.asarray(a, np.float64) - np.asarray(b, np.float64))
+
+
+def bootstrap_se(stat, data, reps: int = 200, seed: int = 0) -> float:
+    """SE of ``stat(data)`` by resampling ``data``'s leading axis (independent chains or
+    replications) with replacement ``reps`` times."""
+    x = np.asarray(data)
+    rng = np.random.default_rng(seed)
+    vals = [stat(x[rng.integers(0, x.shape[0], x.shape[0])]) for _ in range(reps)]
+    return float(np.std(vals, ddof=1))
 
 
 def diff_se(se_a: float, se_b: float) -> float:
