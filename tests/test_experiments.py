@@ -7,6 +7,7 @@ import pytest
 
 from sgmc import datasets
 from sgmc.cli import main
+from sgmc.experiments.verdict import check_claim_dict
 
 needs_data = pytest.mark.skipif(
     not {"concrete", "pima"} <= set(datasets.available()),
@@ -14,11 +15,19 @@ needs_data = pytest.mark.skipif(
 
 
 def quick(tmp_path, capsys, name) -> tuple[str, dict]:
-    """Run ``sgmc reproduce NAME --quick`` into tmp_path: (printed text, its JSON numbers)."""
+    """Run ``sgmc reproduce NAME --quick`` into tmp_path: (printed text, its JSON numbers).
+
+    Every experiment's JSON carries ``claims``, each judged by the one verdict rule (its
+    verdict follows from its effect and SE; no "holds" under 2 SE) with its deviations."""
     out_json = tmp_path / "result.json"
     assert main(["reproduce", name, "--quick", "--out", str(tmp_path),
                  "--json", str(out_json)]) == 0
-    return capsys.readouterr().out, json.loads(out_json.read_text())
+    text, result = capsys.readouterr().out, json.loads(out_json.read_text())
+    assert result["claims"], f"{name} judged no claim"
+    for claim in result["claims"]:
+        check_claim_dict(claim)
+    assert "rule: holds if the effect" in text
+    return text, result
 
 
 def test_list(capsys):
