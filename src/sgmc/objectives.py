@@ -23,7 +23,8 @@ __all__ = ["GaussianWells", "gaussian_wells", "griewank", "kde_wells", "rastrigi
            "wells_regulariser"]
 
 WELL_VARIANCE = 0.1
-KDE_BANDWIDTH = 0.12
+#: The paper's kernel parameter σ = 0.12 (Dong & Tong, Sec. 3.1.3), a *variance*.
+KDE_VARIANCE = 0.12
 
 
 def wells_regulariser(x):
@@ -140,18 +141,34 @@ def gaussian_wells(seed: int = 0) -> GaussianWells:
     return GaussianWells(weights, centers)
 
 
-def kde_wells(wells: GaussianWells, num_samples: int = 10_000, bandwidth: float = KDE_BANDWIDTH,
-              seed: int = 0) -> Objective:
-    """The online-KDE objective: F(x) = −(1/N) Σ_j K_σ(x − s_j) + regulariser with s_j drawn
-    from the wells' mixture and K_σ the 2-d Gaussian kernel of bandwidth σ, as a
-    data-dependent :class:`sgmc.Objective` (the regulariser is inside every datum's term, so
-    minibatch means stay unbiased)."""
+def kde_wells(wells: GaussianWells, num_samples: int = 10_000,
+              kernel_variance: float = KDE_VARIANCE, seed: int = 0) -> Objective:
+    """The online-KDE objective of Dong & Tong, Sec. 3.1.3, as a data-dependent
+    :class:`sgmc.Objective`:
+
+        F(x) = −(1/N) Σ_j κ_σ(x, s_j) + L(x),
+        κ_σ(x, s) = (2πσ)^{−d/2} exp(−‖x − s‖²/(2σ))       (d = 2),
+
+    with s_j drawn from the wells' mixture (the paper's eq. (9)) and L the regulariser of
+    eq. (8). The kernel parameter σ = ``kernel_variance`` is the kernel's **variance** (per
+    coordinate), not its standard deviation: the paper writes the normaliser (2πσ)^{−d/2}
+    and the exponent −‖x − s‖²/(2σ), and its gradient (2πσ)^{−d/2} σ^{−1} exp(·)(x − s);
+    its σ = 0.12 is a kernel standard deviation of √0.12 ≈ 0.35. The expected objective is
+    then −p(x) + L(x) with p the mixture with component covariance (0.1 + σ)·I.
+
+    The regulariser is inside every datum's term, so minibatch means stay unbiased.
+
+    Args:
+        wells: the mixture the data are drawn from.
+        num_samples: N, the number of draws s_j.
+        kernel_variance: σ > 0, the kernel's variance (default 0.12, the paper's).
+        seed: seed of the draws.
+    """
     if not isinstance(wells, GaussianWells):
         raise TypeError(f"wells must be a GaussianWells, got {type(wells).__name__}")
     n = check.integer("num_samples", num_samples, lo=1)
-    sigma = check.positive("bandwidth", bandwidth)
+    var = check.positive("kernel_variance", kernel_variance)
     samples = wells.sample(n, seed).astype(np.float32)
-    var = sigma * sigma
 
     def f(x, s):
         x = _vector(x, 2)
