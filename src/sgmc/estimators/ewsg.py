@@ -1,8 +1,10 @@
 """EWSG: exponentially weighted stochastic gradients (Li, Wang, Zha & Tao; ALGORITHMS.md §2).
 
-Underdamped Langevin (EWSG paper eq. 3; here the SGHMC Euler form with friction D = γ and
-noise σ = √(2Dτ)): the momentum kick with a stochastic gradient N∇L_I has the transition
-density of the full-gradient kick when the index I is drawn with (Thm. 2, eq. 4)
+Underdamped Langevin (EWSG paper eq. 3, explicit Euler–Maruyama θ_{k+1} = θ_k + h r_k,
+r_{k+1} = r_k − (∇V(θ_k) + γ r_k)h + σ√h ξ: ``sghmc(..., integrator="explicit")``; the
+semi-implicit ``"euler"`` form has the same momentum kernel, so the same weights; friction
+D = γ and noise σ = √(2Dτ)): the momentum kick with a stochastic gradient N∇L_I has the
+transition density of the full-gradient kick when the index I is drawn with (Thm. 2, eq. 4)
 
     p_i ∝ exp(−‖x + Σ_j a_j‖²/2 + ‖x + N a_i‖²/2),   a_i = √h w ∇L_i(θ_k)/σ,
     x = (r_{k+1} − r_k + hγ r_k)/(σ√h) + √h ∇U₀(θ_k)/σ,
@@ -16,8 +18,9 @@ min(1, exp(‖x + N a_j‖²/2 − ‖x + N a_i‖²/2)). The gradient used is �
 
 For the splitting integrator the kick is p'' = p' − h∇̃ + σ√h ξ between two friction decays
 c = e^{−Dh/2}; the same reading (p_{k+1} = p_k) gives x = (1/c − c) p_k/(σ√h), equal to the
-Euler choice to first order in h. The dynamics pass this "momentum unchanged" offset in the
-context (``ctx.kick_offset``) so that the estimator does not need to know the integrator.
+Euler choice to first order in h; for "euler" and "explicit" (same kick) the offset is
+hγ r_k. The dynamics pass this "momentum unchanged" offset in the context
+(``ctx.kick_offset``) so that the estimator does not need to know the integrator.
 
 Overdamped Langevin (the paper's Sec. F variant, derived the same way): the step
 θ_{k+1} = θ_k − h∇U + √(2hτ) ξ has density ∝ exp(−‖θ_{k+1} − θ_k + h∇U‖²/(4hτ)); with
@@ -29,17 +32,19 @@ Other choices of x compared in the paper: ``"zero"`` (x = 0), ``"one"`` (x = 1 i
 coordinate) and ``"next_zero"`` (r_{k+1} = 0: x = −(1 − hγ) r_k/(σ√h); for overdamped
 dynamics θ_{k+1} = 0). A temperature τ > 0 is required (σ = 0 makes the weights singular).
 
-Minibatches (b > 1), ``grouping="slot"`` (the default): one index chain per minibatch slot,
-each giving N∇L_I; the b estimates are averaged. ``grouping="batch"``: the minibatch is one
-term of V = Σ_B V_B, so one chain over minibatches (b fresh uniform indices proposed and
-accepted together) with a_B = √h w Σ_{i∈B}∇L_i/σ and the gradient (N/b)Σ_{i∈B}∇L_i — the
-paper's b = 1 derivation applied verbatim with minibatches as the data terms. It needs only
-summed minibatch gradients (per-example gradients of a network are slow on CPU), and it is
-much less biased at large N: a slot chain with M = 1 keeps the larger of two values
+Minibatches (b > 1), ``grouping="batch"`` (the default): the minibatch is one term of
+V = Σ_B V_B — the paper's "n/b minibatches" reading (Sec. 5.1: "the number of minibatches n/b")
+— so one chain over minibatches (b fresh uniform indices proposed and accepted together) with
+a_B = √h w Σ_{i∈B}∇L_i/σ and the gradient (N/b)Σ_{i∈B}∇L_i: the paper's b = 1 derivation
+(eq. 4–5) applied verbatim with minibatches as the data terms. It needs only summed minibatch
+gradients (per-example gradients of a network are slow on CPU). ``grouping="slot"``: one
+index chain per minibatch slot, each giving N∇L_I; the b estimates are averaged. The slot
+reading is much more biased at large N: a slot chain with M = 1 keeps the larger of two values
 ‖x + N a_i‖, which at N = 10⁴ nearly always decides, biasing the kick (measured on EEG by
-``sgmc reproduce ewsg-logistic``). Each chain starts from the driver's uniform minibatch
-draw at every step (Alg. 1 as printed, the default), or persists in the estimator state across steps
-(``persistent=True``, Sec. 4.3's reading). Cost: (M + 1) per-example gradients per slot per
+``sgmc reproduce ewsg-logistic``). For b = 1 the two groupings are the same chain. Each
+chain starts from the driver's uniform minibatch draw at every step (Alg. 1 as printed, the
+default), or persists in the estimator state across steps (``persistent=True``, Sec. 4.3's
+reading). Cost: (M + 1) per-example gradients per slot per
 step, counted.
 
 EWSG + SVRG (paper Sec. G, not in our copy; ALGORITHMS.md §2): the same weights applied to the
@@ -82,7 +87,7 @@ class EWSG(Estimator):
     chain_length: int = static(1)
     x: str = static("default")
     persistent: bool = static(False)
-    grouping: str = static("slot")
+    grouping: str = static("batch")
     sampling: str = static("replacement")
     batch_size: int | None = static(None)
     control: Any = None  # an SVRG estimator whose corrected per-example terms are weighted
@@ -186,7 +191,7 @@ class EWSG(Estimator):
 
 
 def ewsg(chain_length: int = 1, x: str = "default", persistent: bool = False,
-         grouping: str = "slot", sampling: str = "replacement",
+         grouping: str = "batch", sampling: str = "replacement",
          svrg_period: int | None = None) -> EWSG:
     """EWSG gradient estimator (Li et al., Alg. 1).
 
@@ -195,10 +200,11 @@ def ewsg(chain_length: int = 1, x: str = "default", persistent: bool = False,
         x: ``"default"`` (the paper's √h γ r/σ), ``"zero"``, ``"one"`` or ``"next_zero"``.
         persistent: keep each slot's index chain across steps instead of restarting it from
             the uniform minibatch draw (Alg. 1 as printed, the default).
-        grouping: for batch size b > 1, ``"slot"`` runs one index chain per minibatch slot
-            (each slot's estimate N∇L_I, averaged); ``"batch"`` treats a whole minibatch as
-            one term of V = Σ_B V_B (proposal: b fresh uniform indices, accepted or rejected
-            together, weight from (N/b) Σ_{i∈B} ∇L_i). Identical for b = 1.
+        grouping: for batch size b > 1, ``"batch"`` (the default; the paper's n/b
+            minibatches as the terms of V) treats a whole minibatch as one term of
+            V = Σ_B V_B (proposal: b fresh uniform indices, accepted or rejected together,
+            eq. 5's weight from (N/b) Σ_{i∈B} ∇L_i); ``"slot"`` runs one index chain per
+            minibatch slot (each slot's estimate N∇L_I, averaged). Identical for b = 1.
         sampling: how the starting minibatch is drawn, ``"replacement"`` or ``"permutation"``.
         svrg_period: combine with SVRG (paper Sec. G): the weights act on the SVRG-corrected
             per-example terms ∇L_i(θ) − ∇L_i(w) + g/N, with a snapshot every ``svrg_period``
