@@ -107,6 +107,32 @@ def test_init_forms_and_box_projection():
     assert res.replicas is None and np.all(res.exchanges == 0)
 
 
+def test_box_reflect_folds_at_the_faces():
+    """boundary="reflect": hi + a ↦ hi − a, lo − a ↦ lo + a (folded again past 2L); the
+    iterates of a hot chain never stick to the faces, as they do under clipping."""
+    from sgmc.coupling import GreedyRule
+    x = np.array([5.5, -6.0, 16.0, 0.3, 5.0], np.float32)
+    np.testing.assert_allclose(GreedyRule.to_box(x, -5.0, 5.0, "reflect"),
+                               [4.5, -4.0, -4.0, 0.3, 5.0], atol=1e-6)
+    np.testing.assert_allclose(GreedyRule.to_box(x, -5.0, 5.0, "clip"),
+                               [5.0, -5.0, 5.0, 0.3, 5.0])
+    on_face = {}
+    for boundary in ("clip", "reflect"):
+        res = sgmc.minimize(griewank, sgmc.gd_x_ld(0.5, 50.0), np.full(3, 4.9), 50, 8,
+                            bounds=(-5.0, 5.0), boundary=boundary, init_axes="none")
+        assert np.all(np.abs(res.replicas) <= 5.0)
+        single = sgmc.minimize(griewank, sgmc.ld(0.5, 50.0), np.full(3, 4.9), 50, 8,
+                               bounds=(-5.0, 5.0), boundary=boundary)
+        assert np.all(np.abs(single.x) <= 5.0)
+        on_face[boundary] = (np.mean(np.abs(res.replicas[:, 1]) == 5.0),
+                             np.mean(np.abs(single.x) == 5.0))
+    # sqrt(2γh) = 7 per step: clipping leaves about half the coordinates on a face.
+    assert min(on_face["clip"]) > 0.2 and max(on_face["reflect"]) == 0.0, on_face
+    with pytest.raises(ValueError, match="boundary"):
+        sgmc.minimize(griewank, sgmc.ld(0.5, 50.0), np.zeros(3), 10, bounds=(-5, 5),
+                      boundary="wrap")
+
+
 def test_bad_input_names_the_argument(wells):
     with pytest.raises(ValueError, match="step_size"):
         sgmc.gd_x_ld(0.0, 1.0)
@@ -163,9 +189,10 @@ def test_replica_exchange_rules():
 
 
 def test_sgd_x_sgld_on_kde_reaches_global_minimum():
-    """KDE of 1e4 draws from the wells of seed=20 (h = 0.1, γ = 1, Θ = 1000, t0 = 0.05,
-    M_v = 5): measured 18/30 replications within 0.25 of the KDE's minimiser at 1000
-    iterations (10/30 at 100); SGD from (0, 0) stays ~2 away."""
+    """KDE of 1e4 draws from the wells of seed=20 with the paper's kernel variance σ = 0.12
+    (h = 0.1, γ = 1, Θ = 1000, t0 = 0.05, M_v = 5): measured 12/30 replications within 0.25
+    of the KDE's minimiser at 1000 iterations (the runner-up local minimum is only 0.002
+    higher, below t0); SGD from (0, 0) stays ~2 away."""
     w = gaussian_wells(seed=20)
     kde = kde_wells(w)
     top = w.centers[np.argsort(w.weights)[::-1][:3]]
@@ -175,6 +202,6 @@ def test_sgd_x_sgld_on_kde_reaches_global_minimum():
     res = sgmc.minimize(kde, sgmc.sgd_x_sgld(0.1, 1.0, 1000, 0.05, 5.0), X0, 1000, reps,
                         seed=0, record_every=100, record_path=True, init_axes="replica")
     near = (np.linalg.norm(res.path[:, -1] - x_star, axis=-1) <= 0.25).sum()
-    assert near > reps // 2, near
+    assert near >= reps // 5, near
     sgd = sgmc.minimize(kde, sgmc.sgd(0.1, 1000), X0[0], 1000, 2, seed=0)
     assert np.all(np.linalg.norm(sgd.x - x_star, axis=-1) > 1.0)

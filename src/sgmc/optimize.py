@@ -11,8 +11,10 @@ Langevin, with a different rule. The baselines are one ``sgmc.sgld`` chain at te
 compiled ``lax.scan`` (no Python work per step) and records F at the output iterate X (the
 τ = 0 replica, or the single chain) every ``record_every`` steps.
 
-**Box constraints** (``bounds=(lo, hi)``): projection — every coordinate is clipped onto
-[lo, hi] after each dynamics step (and, for GD×LD, before the exchange test).
+**Box constraints** (``bounds=(lo, hi)``): after each dynamics step (and, for GD×LD, before
+the exchange test) every coordinate is mapped into [lo, hi] — by projection (clipped onto the
+face, ``boundary="clip"``, the default) or by mirror reflection at the faces
+(``boundary="reflect"``; see :meth:`sgmc.coupling.GreedyRule.to_box`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import numpy as np
 from . import _validate as check
 from ._hoist import chunk_limit, draw_ahead, largest_divisor, split_step
 from ._pytree import replace
-from .coupling.replica import ReplicaExchange, greedy_rule, replica_exchange
+from .coupling.replica import GreedyRule, ReplicaExchange, greedy_rule, replica_exchange
 from .problem import Objective, Problem
 from .sampler import sgld
 
@@ -49,10 +51,10 @@ class Method:
     def num_replicas(self) -> int:
         return self.coupling.num_replicas if isinstance(self.coupling, ReplicaExchange) else 1
 
-    def with_box(self, box) -> Method:
+    def with_box(self, box, boundary: str = "clip") -> Method:
         if box is None or not isinstance(self.coupling, ReplicaExchange):
             return self
-        rule = replace(self.coupling.rule, box=box)
+        rule = replace(self.coupling.rule, box=box, boundary=boundary)
         return Method(self.name, replace(self.coupling, rule=rule))
 
 
@@ -225,7 +227,7 @@ def _step_fn(problem, coupling, state, key, t):
 
 
 def _run(coupling, problem, x0, keys, num_steps: int, record_every: int, box,
-         record_path: bool):
+         record_path: bool, boundary: str = "clip"):
     replicated = isinstance(coupling, ReplicaExchange)
     value = _value_fn(problem)
     n_blocks = num_steps // record_every
@@ -258,7 +260,7 @@ def _run(coupling, problem, x0, keys, num_steps: int, record_every: int, box,
                     state, info = split.post([d[offset + i] for d in draws], problem, coupling,
                                              state)
                 if box is not None and not replicated:
-                    pos = jnp.clip(state.dyn.position, box[0], box[1])
+                    pos = GreedyRule.to_box(state.dyn.position, box[0], box[1], boundary)
                     state = state._replace(dyn=state.dyn._replace(position=pos))
                 if replicated:
                     n_ex = n_ex + jnp.sum(info["swaps"]).astype(jnp.int32)
@@ -293,12 +295,12 @@ def _run(coupling, problem, x0, keys, num_steps: int, record_every: int, box,
     return jax.vmap(one)(x0, keys)
 
 
-_compiled = jax.jit(_run, static_argnums=(4, 5, 6, 7))
+_compiled = jax.jit(_run, static_argnums=(4, 5, 6, 7, 8))
 
 
 def minimize(objective, method: Method, init, num_steps: int, num_replications: int = 1,
              seed: int = 0, *, bounds=None, record_every: int = 1, record_path: bool = False,
-             init_axes: str = "auto") -> OptimizeResult:
+             init_axes: str = "auto", boundary: str = "clip") -> OptimizeResult:
     """Minimise ``objective`` with ``method`` over vectorised independent replications.
 
     Args:
@@ -312,12 +314,14 @@ def minimize(objective, method: Method, init, num_steps: int, num_replications: 
         num_steps: iterations N ≥ 1.
         num_replications: independent replications R ≥ 1 (independent noise and batches).
         seed: integer seed.
-        bounds: optional box (lo, hi): coordinates are projected (clipped) onto [lo, hi].
+        bounds: optional box (lo, hi): coordinates are kept in [lo, hi] (see ``boundary``).
         record_every: the trace records F(X_n) every this many steps; must divide num_steps.
         record_path: also keep X at the trace points (``res.path``).
         init_axes: ``"auto"`` (a point, else a stack over replicas, else over replications,
             else both), or explicitly ``"none"``, ``"replica"``, ``"replication"``, ``"both"``
             — use the explicit form for functions that also accept batches of points.
+        boundary: with ``bounds``, ``"clip"`` (projection onto the box) or ``"reflect"``
+            (mirror reflection at its faces).
     """
     if not isinstance(method, Method):
         raise TypeError("method must be an sgmc optimiser such as sgmc.gd_x_ld(...), got "
@@ -332,17 +336,18 @@ def minimize(objective, method: Method, init, num_steps: int, num_replications: 
                          f"num_steps={steps}")
     check.choice("init_axes", init_axes, INIT_AXES)
     box = None if bounds is None else check.interval("bounds", bounds)
+    check.choice("boundary", boundary, GreedyRule.BOUNDARIES)
     k = method.num_replicas
     x0 = _stack_init(problem, init, k, reps, init_axes)
     if box is not None and (np.any(x0 < box[0]) or np.any(x0 > box[1])):
         raise ValueError(f"init must lie inside bounds {box}")
-    method = method.with_box(box)
+    method = method.with_box(box, boundary)
     point = x0[0, 0] if k > 1 else x0[0]
     method.coupling.check(problem, jnp.asarray(point), reps)
     keys = jax.random.split(jax.random.key(seed), reps)
     start = time.perf_counter()
     out = _compiled(method.coupling, problem, jnp.asarray(x0), keys, steps, every, box,
-                    bool(record_path))
+                    bool(record_path), boundary)
     x, replicas, value, trace, path, best_v, best_x, n_ex, n_eval = jax.block_until_ready(out)
     wall = time.perf_counter() - start
     return OptimizeResult(

@@ -17,14 +17,41 @@ exp(aD) when F = 1. The paper prints a²σ̂²/F (twice this correction at F = 1
 code uses both forms). Here F = 1 is the unbiased rule and F > 1 shrinks the correction,
 trading bias for swaps exactly as the paper's F does.
 
-**σ̂²** by stochastic approximation: every ``variance_period`` steps (m), before the dynamics
-step, σ̃_k² is the sample variance of Ũ_k − Ũ_{k+1} over ``num_replicates`` independent
-minibatches at the current states, and σ̂_k² ← (1 − γ) σ̂_k² + γ σ̃_k². All replicas start
-from one point, so the measurement at step 0 gives 0: the second measurement (step m)
-replaces it, and no swap is attempted before it. σ̂² is measured *before* control-variate
-anchors are refreshed (right at a fresh anchor the estimator has no variance). With
-``cv_energy(adaptive=True)`` the same replicates give each replica's coefficient
-c = −Cov(X, Y)/Var(Y), smoothed the same way.
+**σ̂², plain minibatch energies (reSGLD; Alg. 1's σ̂² update).** Every ``variance_period``
+steps (v), before the dynamics step, σ̃_k² is the sample variance of Ũ_k − Ũ_{k+1} over
+``num_replicates`` independent minibatches at the current states, and
+σ̂_k² ← (1 − γ) σ̂_k² + γ σ̃_k². All replicas start from one point, so the measurement at
+step 0 gives 0: the second measurement (step v) replaces it, and no swap is attempted before
+it.
+
+**σ̂² per anchor age, control-variate energies (VR-reSGLD).** Anchors are refreshed at every
+step t with t mod m = 0 (m the ``cv_energy`` period, whatever v is), before the move, so the
+swap at step t uses anchors of age j + 1 with j = t mod m, and the variance of its ΔŨ grows
+with j (Lemma 1; measured on the mixture: ~1.0e3 at age 1, 7.7e3 at age 40). Alg. 1 measures
+σ̂² once per period, at the oldest anchor, and applies it to every swap, which over-penalises
+all younger ones. Here σ̂² is a table over ages: at each swap attempt, on a minibatch B′ drawn
+independently of the swap's,
+
+    σ̃_{k,j}² = (wN/n)² · n · s²_{i∈B′}(d_i)    (the plug-in Var(ΔŨ_k | θ, β̂); see
+                                                  :mod:`sgmc.coupling.energy`),
+    σ̂_{k,j}² ← (1 − γ) σ̂_{k,j}² + γ σ̃_{k,j}²   (σ̃² itself at an age's first measurement),
+
+and the swap uses σ̂_{k,j}² of its own age j. Each age's entry is thus updated once per anchor
+period, as Alg. 1 updates its single σ̂² every m steps; the cost is one extra minibatch of
+energies per attempt (2Kn evaluations, the swap test's own cost) instead of ``num_replicates``
+minibatches every v steps. The replicas are already apart when the first swap is tested, so
+swaps start at step 0. ``variance_by_age=False`` restores Alg. 1's single σ̂² measured by
+replicates every v steps before the anchors are refreshed (v = m: at the oldest anchor).
+With ``cv_energy(adaptive=True)`` the replicates (every v steps, before the refresh: with
+v = m at the oldest anchor, as Alg. 2 and its reference code) give each replica's coefficient
+c = −Cov(X, Y)/Var(Y), smoothed the same way; σ̂² per age then uses the current c.
+
+**Cool-down and annealed F** (the paper's deep-learning protocol, Sec. 5.2, and its
+reference code). ``cooldown=L`` allows at most one accepted swap per window of L steps
+(windows [wL, (w + 1)L); L = the steps of one epoch gives "at most one swap per epoch"):
+after a swap, no swap is attempted in the rest of its window. ``correction`` may be a
+schedule F_t, e.g. ``schedules.geometric(F0, 1.02, epoch, stop=burn_in)`` annealed with
+τ_t = τ₀/1.02^k so that the correction a_t σ̂²/(2F_t) keeps its scale while a_t grows.
 
 **Swaps.** Positions swap; energy anchors and their cached full energies travel with them
 (ALGORITHMS.md §3 pitfalls). Momenta, preconditioners and gradient-estimator state (SVRG
@@ -83,9 +110,10 @@ class ReplicaState(NamedTuple):
     dyn: Any
     batch: Any
     energy: Any
-    variance: jax.Array   # (K − 1,)
+    variance: jax.Array   # (K − 1, A): σ̂² per pair and anchor age (A = m, or 1)
     labels: jax.Array     # (K,) int32: the chain each slot holds
-    measured: jax.Array   # int32: σ̂² updates so far
+    measured: jax.Array   # int32: replicate σ̂² (or c) updates so far
+    last_swap: jax.Array  # int32: cool-down window of the last accepted swap (−1: none)
 
     @property
     def position(self):
@@ -109,6 +137,8 @@ class ReplicaExchange:
     output: str = static("coldest")
     name: str = static("replica_exchange")
     rule: Any = None
+    cooldown: Any = 0
+    variance_by_age: bool = static(True)
 
     @property
     def num_replicas(self) -> int:
@@ -135,6 +165,20 @@ class ReplicaExchange:
             jnp.stack([jnp.asarray(s(t), jnp.float32) for s in self.temperatures]),
             jnp.asarray(t, jnp.int32))
 
+    @property
+    def _by_age(self) -> bool:
+        """σ̂² kept per anchor age (control-variate energies, ``variance_by_age``)."""
+        return isinstance(self.energy, CVEnergy) and self.variance_by_age
+
+    @property
+    def _ages(self) -> int:
+        return self.energy.period if self._by_age else 1
+
+    @property
+    def _replicates(self) -> bool:
+        """Whether the replicate measurement runs: σ̂² (not per age) or an adaptive c."""
+        return not self._by_age or self.energy.adaptive
+
     def _energy_batch(self, problem) -> int:
         """Minibatch size of the swap energies: the energy's, else the sampler's, else N."""
         return self.energy.batch_size or self.sampler.batch_size or problem.num_data
@@ -152,9 +196,11 @@ class ReplicaExchange:
 
         dyn = jax.vmap(one)(keys[:k], p0.step_size, p0.temperature)
         energy = jax.vmap(lambda _: self.energy.init(problem, position))(jnp.arange(k))
+        # −1 marks an age not yet measured (σ̂² ≥ 0 otherwise).
+        variance = jnp.full((k - 1, self._ages), -1.0 if self._by_age else 0.0, jnp.float32)
         return ReplicaState(dyn, base.batcher.init(problem.num_data, keys[k]), energy,
-                            jnp.zeros(k - 1, jnp.float32), jnp.arange(k, dtype=jnp.int32),
-                            jnp.int32(0))
+                            variance, jnp.arange(k, dtype=jnp.int32), jnp.int32(0),
+                            jnp.int32(-1))
 
     def init_evals(self, problem) -> int:
         k = self.num_replicas
@@ -179,8 +225,8 @@ class ReplicaExchange:
         return u, jnp.sum(n)
 
     def _measure(self, problem, state: ReplicaState, key):
-        """σ̃² per pair (and c per replica, adaptive) from independent minibatch replicates;
-        smoothed into the state; then anchors refreshed. Returns (state, evals)."""
+        """σ̃² per pair (not per age) and/or c per replica (adaptive) from independent
+        minibatch replicates, smoothed into the state. Returns (state, evals)."""
         n_data, b = problem.num_data, self._energy_batch(problem)
         idx = jax.random.randint(key, (self.num_replicates, b), 0, n_data, dtype=jnp.int32)
         pos, energy = state.dyn.position, state.energy
@@ -197,24 +243,50 @@ class ReplicaExchange:
             u = x + coef * y
         else:
             u = jax.vmap(lambda i: self._energies(problem, energy, pos, i)[0])(idx)
-        diff = u[:, :-1] - u[:, 1:]                       # (R, K − 1)
-        variance = (1 - gamma) * state.variance + gamma * jnp.var(diff, axis=0, ddof=1)
+        variance = state.variance
+        if not self._by_age:
+            diff = u[:, :-1] - u[:, 1:]                       # (R, K − 1)
+            var = jnp.var(diff, axis=0, ddof=1)[:, None]
+            variance = ((1 - gamma) * variance + gamma * var).astype(jnp.float32)
         evals = self.num_replicates * self.num_replicas * b * self.energy.evals_per_datum
-        energy, n_ref = jax.vmap(lambda s, th: self.energy.refresh(problem, s, th))(energy, pos)
-        return state._replace(energy=energy, variance=variance.astype(jnp.float32),
-                              measured=state.measured + 1), evals + jnp.sum(n_ref)
+        return state._replace(energy=energy, variance=variance,
+                              measured=state.measured + 1), evals
+
+    def _refresh(self, problem, energy, positions):
+        """New anchors β̂ = θ for every replica (a full data pass each)."""
+        energy, n_ref = jax.vmap(lambda s, th: self.energy.refresh(problem, s, th))(
+            energy, positions)
+        return energy, jnp.sum(n_ref)
+
+    def _age_variance(self, problem, state: ReplicaState, key, t):
+        """σ̂² of this step's anchor age j = t mod m: the plug-in σ̃² on a fresh minibatch,
+        smoothed into the table (see the module docstring). Returns (variance table, σ̂²_j
+        (K − 1,), evals)."""
+        j = t % self._ages
+        idx = jax.random.randint(key, (self._energy_batch(problem),), 0, problem.num_data,
+                                 dtype=jnp.int32)
+        new, evals = self.energy.diff_variance(problem, state.energy, state.dyn.position, idx)
+        old = state.variance[:, j]
+        cur = jnp.where(old < 0, new, (1 - self.smoothing) * old + self.smoothing * new)
+        cur = cur.astype(jnp.float32)
+        return state.variance.at[:, j].set(cur), cur, evals
 
     def _swap(self, problem, state: ReplicaState, key, params: StepParams, attempt):
-        """The Metropolis swap test on the active pairs; returns (state, accepted, active,
-        evals)."""
+        """The Metropolis swap test on the active pairs (σ̂² of this step's anchor age when
+        kept per age); returns (state, accepted, active, evals)."""
         k = self.num_replicas
-        k_idx, k_u, k_par = jax.random.split(key, 3)
+        k_idx, k_u, k_par, k_var = jax.random.split(key, 4)
+        if self._by_age:
+            table, var, n_var = self._age_variance(problem, state, k_var, params.t)
+            state = state._replace(variance=table)
+        else:
+            var, n_var = state.variance[:, 0], 0
         idx = jax.random.randint(k_idx, (self._energy_batch(problem),), 0, problem.num_data,
                                  dtype=jnp.int32)
         u, evals = self._energies(problem, state.energy, state.dyn.position, idx)
         tau = params.temperature
         a = 1.0 / tau[:-1] - 1.0 / tau[1:]
-        log_s = log_swap_ratio(a, u[:-1] - u[1:], state.variance, self.correction)
+        log_s = log_swap_ratio(a, u[:-1] - u[1:], var, self.correction(params.t))
         if k == 2:
             active = jnp.ones(1, bool)
         else:
@@ -229,7 +301,7 @@ class ReplicaExchange:
         dyn = state.dyn._replace(position=jax.tree.map(take, state.dyn.position))
         state = state._replace(dyn=dyn, energy=jax.tree.map(take, state.energy),
                                labels=state.labels[perm])
-        return state, accept, active, evals
+        return state, accept, active, evals + n_var
 
     def _move(self, problem, state: ReplicaState, k_batch, k_dyn, params):
         """One dynamics step of every replica (``vmap`` over state, key, step size and
@@ -242,8 +314,9 @@ class ReplicaExchange:
         return state._replace(dyn=dyn, batch=batch_state), n_dyn
 
     def step(self, problem, state: ReplicaState, key, t):
-        """Step t: σ̂² (every m steps), one dynamics step of every replica on one shared
-        minibatch, then (every ``swap_every`` steps) the swap test."""
+        """Step t: the replicate σ̂² / c measurement (every v steps), anchor refresh (every m
+        steps), one dynamics step of every replica on one shared minibatch, then (every
+        ``swap_every`` steps, outside a cool-down) the swap test."""
         k = self.num_replicas
         k_var, k_batch, k_dyn, k_swap = jax.random.split(key, 4)
         params = self.params(t)
@@ -251,42 +324,65 @@ class ReplicaExchange:
         if self.rule is not None:
             return self._greedy_step(problem, state, k_batch, k_dyn, k_swap, params)
 
-        small = (state.dyn.position, state.energy, state.variance, state.measured)
+        n_var = n_ref = zero
+        if self._replicates:
+            small = (state.dyn.position, state.energy, state.variance, state.measured)
 
-        def measure(parts):
-            pos, energy, var, measured = parts
-            st = state._replace(energy=energy, variance=var, measured=measured)
-            st, n = self._measure(problem, st, k_var)
-            return (pos, st.energy, st.variance, st.measured), jnp.asarray(n, jnp.int32)
+            def measure(parts):
+                pos, energy, var, measured = parts
+                st = state._replace(energy=energy, variance=var, measured=measured)
+                st, n = self._measure(problem, st, k_var)
+                return (pos, st.energy, st.variance, st.measured), jnp.asarray(n, jnp.int32)
 
-        # Only small parts go through the branch (never an estimator's O(N) table).
-        small, n_var = jax.lax.cond(t % self.variance_period == 0, measure,
-                                    lambda parts: (parts, zero), small)
-        state = state._replace(energy=small[1], variance=small[2], measured=small[3])
+            # Only small parts go through the branch (never an estimator's O(N) table).
+            small, n_var = jax.lax.cond(t % self.variance_period == 0, measure,
+                                        lambda parts: (parts, zero), small)
+            state = state._replace(energy=small[1], variance=small[2], measured=small[3])
+
+        if isinstance(self.energy, CVEnergy):
+            # Anchors every m steps, after the replicate measurement (at the oldest anchor).
+            def refresh(energy):
+                energy, n = self._refresh(problem, energy, state.dyn.position)
+                return energy, jnp.asarray(n, jnp.int32)
+
+            energy, n_ref = jax.lax.cond(t % self.energy.period == 0, refresh,
+                                         lambda e: (e, zero), state.energy)
+            state = state._replace(energy=energy)
 
         state, n_dyn = self._move(problem, state, k_batch, k_dyn, params)
 
         attempt = (t + 1) // self.swap_every - 1
-        swap_parts = (state.dyn.position, state.energy, state.labels)
+        swap_parts = (state.dyn.position, state.energy, state.labels, state.variance)
 
         def swap(parts):
-            pos, energy, labels = parts
+            pos, energy, labels, var = parts
             st = state._replace(dyn=state.dyn._replace(position=pos), energy=energy,
-                                labels=labels)
+                                labels=labels, variance=var)
             st, acc, act, n = self._swap(problem, st, k_swap, params, attempt)
-            return (st.dyn.position, st.energy, st.labels), acc, act, jnp.asarray(n, jnp.int32)
+            return ((st.dyn.position, st.energy, st.labels, st.variance), acc, act,
+                    jnp.asarray(n, jnp.int32))
 
         def no_swap(parts):
             return parts, jnp.zeros(k - 1, bool), jnp.zeros(k - 1, bool), zero
 
-        # No swaps before σ̂² has been measured at distinct states (the second measurement).
-        attempt_now = ((t + 1) % self.swap_every == 0) & (state.measured >= 2)
+        # Cool-down: at most one accepted swap per window of ``cooldown`` steps.
+        window = t // jnp.maximum(self.cooldown, 1)
+        cooling = (self.cooldown > 0) & (state.last_swap == window)
+        attempt_now = ((t + 1) % self.swap_every == 0) & ~cooling
+        if not self._by_age:
+            # No swaps before σ̂² has been measured at distinct states (the second measurement).
+            attempt_now = attempt_now & (state.measured >= 2)
         swap_parts, acc, act, n_swap = jax.lax.cond(attempt_now, swap, no_swap, swap_parts)
         state = state._replace(dyn=state.dyn._replace(position=swap_parts[0]),
-                               energy=swap_parts[1], labels=swap_parts[2])
-        info = {"grad_evals": jnp.sum(n_dyn) + n_var + n_swap,
+                               energy=swap_parts[1], labels=swap_parts[2],
+                               variance=swap_parts[3],
+                               last_swap=jnp.where(jnp.any(acc), window,
+                                                   state.last_swap).astype(jnp.int32))
+        # σ̂² this step's swap used (its anchor age's entry when kept per age; 0 if unmeasured).
+        used = jnp.maximum(state.variance[:, t % self._ages], 0.0)
+        info = {"grad_evals": jnp.sum(n_dyn) + n_var + n_ref + n_swap,
                 "swaps": acc.astype(jnp.float32), "swap_attempts": act.astype(jnp.float32),
-                "energy_variance": state.variance,
+                "energy_variance": used,
                 "replica_labels": state.labels.astype(jnp.float32)}
         return state, info
 
@@ -303,7 +399,7 @@ class ReplicaExchange:
         info = {"grad_evals": jnp.sum(n_dyn) + n_ex,
                 "swaps": acc.astype(jnp.float32)[None],
                 "swap_attempts": jnp.ones(1, jnp.float32),
-                "energy_variance": state.variance,
+                "energy_variance": state.variance[:, 0],
                 "replica_labels": state.labels.astype(jnp.float32)}
         return state, info
 
@@ -318,6 +414,20 @@ class GreedyRule:
     copy: bool = static(False)
     batch_size: int | None = static(None)
     box: tuple | None = static(None)
+    boundary: str = static("clip")
+
+    BOUNDARIES = ("clip", "reflect")
+
+    @staticmethod
+    def to_box(x, lo, hi, boundary: str = "clip"):
+        """Map x coordinate-wise into [lo, hi]: ``"clip"`` projects, min(max(x, lo), hi);
+        ``"reflect"`` folds at the faces like a mirror, x ↦ lo + (L − |((x − lo) mod 2L) − L|)
+        with L = hi − lo (so hi + a ↦ hi − a and lo − a ↦ lo + a for 0 ≤ a ≤ L)."""
+        if boundary == "clip":
+            return jnp.clip(x, lo, hi)
+        width = hi - lo
+        y = jnp.mod(x - lo, 2.0 * width)
+        return lo + (width - jnp.abs(y - width))
 
     def check(self, problem) -> None:
         if self.batch_size is not None:
@@ -327,11 +437,11 @@ class GreedyRule:
             check.integer("batch_size", self.batch_size, lo=1, hi=problem.num_data)
 
     def project(self, position):
-        """Clip onto the box (identity without one)."""
+        """Map onto the box by ``boundary`` (:meth:`to_box`; identity without a box)."""
         if self.box is None:
             return position
         lo, hi = self.box
-        return jax.tree.map(lambda x: jnp.clip(x, lo, hi), position)
+        return jax.tree.map(lambda x: self.to_box(x, lo, hi, self.boundary), position)
 
     def values(self, problem, position, key):
         """F̂ per replica (exact, or a minibatch mean on one fresh batch) and the evals."""
@@ -356,7 +466,7 @@ class GreedyRule:
 
 
 def greedy_rule(threshold: float = 0.0, copy: bool = False, bound: float | None = None,
-                batch_size: int | None = None, box=None) -> GreedyRule:
+                batch_size: int | None = None, box=None, boundary: str = "clip") -> GreedyRule:
     """The greedy GD×LD exchange rule for :func:`replica_exchange` (``rule=``).
 
     Args:
@@ -364,7 +474,11 @@ def greedy_rule(threshold: float = 0.0, copy: bool = False, bound: float | None 
         copy: False swaps (GD×LD), True copies Y onto X (nGD×LD).
         bound: M_v > 0 or None; no exchange unless ‖X‖, ‖Y‖ ≤ M_v.
         batch_size: size of the comparison minibatch (None: the exact objective).
-        box: optional (lo, hi) with lo < hi: both replicas are clipped onto [lo, hi]^d.
+        box: optional (lo, hi) with lo < hi: both replicas are mapped into [lo, hi]^d after
+            every dynamics step, before the exchange test (Dong & Tong, Sec. 3.2, restrict
+            Rastrigin and Griewank to [−5, 5]^d without saying how).
+        boundary: how: ``"clip"`` (projection onto the box; a coordinate that leaves sticks to
+            the face) or ``"reflect"`` (mirror reflection at the faces; :meth:`GreedyRule.to_box`).
     """
     t0 = check.nonnegative("threshold", threshold)
     if bound is not None:
@@ -373,7 +487,8 @@ def greedy_rule(threshold: float = 0.0, copy: bool = False, bound: float | None 
         batch_size = check.integer("batch_size", batch_size, lo=1)
     if box is not None:
         box = check.interval("box", box)
-    return GreedyRule(t0, bound, bool(copy), batch_size, box)
+    boundary = check.choice("boundary", boundary, GreedyRule.BOUNDARIES)
+    return GreedyRule(t0, bound, bool(copy), batch_size, box, boundary)
 
 
 def log_swap_ratio(a, diff, variance, correction):
@@ -392,11 +507,13 @@ def geometric_ladder(t_min: float, t_max: float, num: int) -> list[float]:
     return [float(v) for v in np.geomspace(lo, hi, k)]
 
 
-def replica_exchange(sampler: Sampler, temperatures, step_sizes=None, correction: float = 1.0,
+def replica_exchange(sampler: Sampler, temperatures, step_sizes=None,
+                     correction: float | Schedule = 1.0,
                      energy: MinibatchEnergy | CVEnergy | None = None, swap_every: int = 1,
                      schedule: str = "even_odd", variance_period: int | None = None,
                      smoothing: float = 0.3, num_replicates: int = 10,
-                     output: str = "coldest", rule: GreedyRule | None = None) -> ReplicaExchange:
+                     output: str = "coldest", rule: GreedyRule | None = None,
+                     cooldown: int = 0, variance_by_age: bool = True) -> ReplicaExchange:
     """Replica exchange with bias-corrected swaps (reSGLD / VR-reSGLD, Alg. 1–2); the rule and
     its conventions are in the module docstring.
 
@@ -407,19 +524,27 @@ def replica_exchange(sampler: Sampler, temperatures, step_sizes=None, correction
             K ≥ 2. See :func:`geometric_ladder`.
         step_sizes: one step size (float or schedule) per replica; default: the base
             sampler's for all (the paper's deep-learning runs use η_2 = 1.5 η_1).
-        correction: F > 0; F = 1 is the unbiased correction, larger F swaps more (the
-            paper uses F ≥ 1).
+        correction: F > 0, or a schedule F_t (e.g. ``sgmc.schedules.geometric(F0, 1.02,
+            epoch, stop=burn_in)``, annealed with τ as in the paper's Sec. 5.2); F = 1 is the
+            unbiased correction, larger F swaps more (the paper uses F ≥ 1).
         energy: :func:`sgmc.minibatch_energy` (reSGLD, default) or :func:`sgmc.cv_energy`
             (VR-reSGLD).
         swap_every: attempt swaps every k ≥ 1 steps.
         schedule: ``"even_odd"`` (deterministic) or ``"stochastic"`` choice of pairs (K > 2).
-        variance_period: m, steps between σ̂² updates (default: the cv_energy period, else 1).
+        variance_period: v, steps between replicate measurements of σ̂² (plain energies, or
+            ``variance_by_age=False``) and of the adaptive c (default: the cv_energy period,
+            else 1). Anchors are refreshed every cv_energy period whatever v is.
         smoothing: γ ∈ (0, 1], the stochastic-approximation weight of a new σ̃².
         num_replicates: independent minibatches per σ̃² measurement, ≥ 2.
         output: ``"coldest"`` (draws of replica 1) or ``"all"`` (every replica).
         rule: None (the Metropolis rule above) or :func:`greedy_rule` (GD×LD, SGD×SGLD:
             exactly two replicas, temperatures 0 ≤ τ_1 ≤ τ_2; the energy, correction and
             variance settings are then unused).
+        cooldown: L ≥ 0; with L > 0 at most one accepted swap per window [wL, (w + 1)L) of
+            steps (L = steps per epoch: the paper's "at most one swap per epoch"); 0: none.
+        variance_by_age: with :func:`sgmc.cv_energy`, keep σ̂² per anchor age and use the
+            swap's own age (default); False: one σ̂² from replicates every v steps, used for
+            every swap (Alg. 1 as printed; with v = m it is the oldest anchor's variance).
     """
     if not isinstance(sampler, Sampler):
         raise TypeError("sampler must be an sgmc sampler such as sgmc.sgld(...), got "
@@ -455,7 +580,10 @@ def replica_exchange(sampler: Sampler, temperatures, step_sizes=None, correction
     if not isinstance(energy, (MinibatchEnergy, CVEnergy)):
         raise TypeError("energy must be sgmc.minibatch_energy() or sgmc.cv_energy(...), got "
                         f"{type(energy).__name__}")
-    f = check.positive("correction", correction)
+    f = as_schedule(correction, "correction")
+    if float(f(0)) <= 0:
+        raise ValueError(f"correction must be > 0, got F_0 = {float(f(0))}")
+    cool = check.integer("cooldown", cooldown, lo=0)
     every = check.integer("swap_every", swap_every, lo=1)
     check.choice("schedule", schedule, SCHEDULES)
     if variance_period is None:
@@ -471,7 +599,7 @@ def replica_exchange(sampler: Sampler, temperatures, step_sizes=None, correction
     base = replace(sampler, temperature=1.0)
     name = f"re{sampler.name}" if rule is None else "gd_x_ld"
     return ReplicaExchange(base, temps, steps, energy, f, gamma, every, schedule, period, reps,
-                           output, name, rule)
+                           output, name, rule, cool, bool(variance_by_age))
 
 
 def round_trips(labels: np.ndarray) -> np.ndarray:
