@@ -438,73 +438,94 @@ def _mixture_figure(x, draws: dict, rows: dict, tau: float, path: str) -> str:
 # --- 4. GD×LD: the global minimum of the Gaussian wells -----------------------------------
 
 def section_gdxld(out: str, quick: bool, seed: int) -> Section:
-    """Section 4 (Dong & Tong): GD×LD against GD on the 25-well objective."""
+    """Section 4 (Dong & Tong, Sec. 3.1.1): GD×LD against GD on the 25-well objective, over
+    several weight draws (the paper's random weights are unknown and success depends on them):
+    the draws whose F* is closest to the paper's −0.168, and random draws."""
     from .experiments import gdxld as gx
     from .objectives import gaussian_wells
-    from .optimize import gd, gd_x_ld
 
-    # The claim is judged at the paper's horizon (1000 iterations); the runs go on to 3000
-    # so that the report also shows how the success probability keeps growing.
-    s = {"wells_seed": gx.WELLS_SEED, "h": 0.1, "gamma": 1.0, "X0": (0.0, 0.0),
-         "Y0": (1.0, 1.0), "tol": 1e-3, "replications": 100,
-         "judged_at": 1000, "steps": 3000, "record_every": 50}
-    wells = gaussian_wells(gx.WELLS_SEED)
-    x_star, f_star = wells.global_minimum()
-    methods = [("GD×LD", gd_x_ld(s["h"], s["gamma"])), ("GD", gd(s["h"]))]
-    rows, steps = gx._run_methods(wells, methods, s["steps"], s["replications"],
-                                  s["record_every"], seed, x_star, s["tol"])
-    reps, at = s["replications"], steps.index(s["judged_at"])
-    p = {k: r["success"][at] / reps for k, r in rows.items()}
-    se_p = {k: V.proportion(r["success"][at], reps)[1] for k, r in rows.items()}
+    s = {"h": 0.1, "gamma": 1.0, "X0": (0.0, 0.0), "Y0": (1.0, 1.0), "tol": 1e-3,
+         "replications": 20 if quick else 100, "steps": 1000, "record_every": 50,
+         "paper_like_draws": 2 if quick else 4, "random_draws": 2 if quick else 4,
+         "threshold": gx.HIGH}
+    reps, n = s["replications"], s["steps"]
+    run = dict(reps=reps, n_steps=n, every=s["record_every"], seed=seed, h=s["h"],
+               gamma=s["gamma"], tol=s["tol"])
+    pap = gx.weight_draws(gx.paper_like_seeds(s["paper_like_draws"]), keep_path=True, **run)
+    rnd = gx.weight_draws(range(s["random_draws"]), **run)
+    steps = pap[0]["steps"]
+    rate = {key: np.array([d["success"][-1] for d in draws]) / reps
+            for key, draws in (("paper", pap), ("random", rnd))}
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    first = pap[0]
+    wells = gaussian_wells(first["weights_seed"])
     grid = np.linspace(-1, 5, 121)
     xx, yy = np.meshgrid(grid, grid, indexing="ij")
     axes[0].contourf(xx, yy, wells.numpy_value(np.stack([xx, yy], -1)), 30, cmap="viridis")
-    for name, style in (("GD×LD", "c.-"), ("GD", "r.-")):
-        path0 = np.asarray(rows[name]["path0"])
-        axes[0].plot(path0[:, 0], path0[:, 1], style, ms=3, lw=0.8, label=f"{name} X")
-    axes[0].plot(*x_star, "r*", ms=12, label="global minimum")
-    axes[0].set(title="25 Gaussian wells: X of replication 0", xlabel="x₁", ylabel="x₂")
+    path0 = np.asarray(first["path0"])
+    axes[0].plot(path0[:, 0], path0[:, 1], "c.-", ms=3, lw=0.8, label="GD×LD X")
+    axes[0].plot(*first["gd_x"], "rs", ms=7, label=f"GD X_{n}")
+    axes[0].plot(*first["x_star"], "r*", ms=12, label="global minimum")
+    axes[0].set(title=f"weights seed {first['weights_seed']} (F* = {first['f_star']:.3f}): "
+                "replication 0", xlabel="x₁", ylabel="x₂")
     axes[0].legend(fontsize=7)
-    for name, r in rows.items():
-        axes[1].plot(steps, np.asarray(r["success"]) / reps, label=name)
-    axes[1].axvline(s["judged_at"], color="grey", ls=":", lw=1)
+    for draws, style in ((pap, "-"), (rnd, ":")):
+        for d in draws:
+            axes[1].plot(steps, np.asarray(d["success"]) / reps, style,
+                         label=f"seed {d['weights_seed']} (F* = {d['f_star']:.3f})")
+    axes[1].axhline(s["threshold"], color="grey", ls="--", lw=1)
     axes[1].set(xscale="log", xlabel="iteration n", ylabel=f"P(‖X_n − x*‖ ≤ {s['tol']:g})",
-                ylim=(-0.03, 1.03), title=f"{reps} replications")
-    axes[1].legend(fontsize=8)
+                ylim=(-0.03, 1.03), title=f"GD×LD, {reps} replications per weight draw "
+                "(solid: F* closest to −0.168)")
+    axes[1].legend(fontsize=6)
     fig_name = os.path.basename(save(fig, os.path.join(out, "demo_gdxld.png")))
-    details = [f"F(x*) = {f_star:.4f} at x* = ({x_star[0]:.3f}, {x_star[1]:.3f}) (the paper's "
-               f"random weights are unknown: these are gaussian_wells(seed={gx.WELLS_SEED})); "
-               f"h = {s['h']}, γ = {s['gamma']}, X₀ = {s['X0']}, Y₀ = {s['Y0']}.", ""]
-    details += _md_table(["method", f"P(‖X_n − x*‖ ≤ {s['tol']:g}), n = {s['judged_at']}",
-                          f"n = {s['steps']}", f"E[F(X_n)], n = {s['steps']}",
-                          "exchanges / replication"],
-                         [[k, f"{r['success'][at]}/{reps}", f"{r['success'][-1]}/{reps}",
-                           f"{r['mean_value'][-1]:.4f}", f"{r['exchanges']:.1f}"]
-                          for k, r in rows.items()])
+    details = [f"h = {s['h']}, γ = {s['gamma']}, X₀ = {s['X0']}, Y₀ = {s['Y0']}; weights "
+               "gaussian_wells(seed) (uniform, normalised): the paper's are unknown, and the "
+               "gap between the best and runner-up well decides the speed.", ""]
+    details += _md_table(
+        ["weights seed", "draw", "F*", "runner-up well F", f"GD×LD within {s['tol']:g}, "
+         "n = 300", f"n = {n}", f"GD from (0,0), n = {n}"],
+        [[str(d["weights_seed"]), kind, f"{d['f_star']:.4f}", f"{d['f_runner_up']:.4f}",
+          f"{d['success'][steps.index(300)]}/{reps}", f"{d['success'][-1]}/{reps}",
+          "x*" if d["gd_reaches"] else "stuck"]
+         for kind, draws in (("F* near −0.168", pap), ("random", rnd)) for d in draws])
+    devs = [gx.WEIGHTS_DEV,
+            f"demo budget: {len(pap)} + {len(rnd)} weight draws × {reps} replications "
+            "(`sgmc reproduce gdxld-wells`: 10 + 30 × 100)",
+            f"threshold: 'high probability' read as P ≥ {s['threshold']}"]
+    claims = []
+    for key, draws, in_regime, label in (("paper", pap, True, "F* closest to −0.168"),
+                                         ("random", rnd, False, "random draws")):
+        m, se = V.mean_se(rate[key])
+        claims.append(V.judge(
+            f"GD×LD finds the global minimum with high probability within {n} iterations "
+            f"(weights: {label})", m - s["threshold"], se,
+            se_over=f"{len(draws)} weight draws × {reps} replications",
+            effect_text=f"mean over draws of P(‖X_{n} − x*‖ ≤ {s['tol']:g}) − "
+                        f"{s['threshold']}",
+            measured={"success_rate": {"value": m, "se": se},
+                      "per_draw": {str(d["weights_seed"]): r
+                                   for d, r in zip(draws, rate[key], strict=True)}},
+            paper="100/100 replications within 1000 iterations (F* = −0.168)",
+            deviations=devs, in_regime=in_regime))
+    both = pap + rnd
+    md, sed = V.mean_se([d["success"][-1] / reps - float(d["gd_reaches"]) for d in both])
+    claims.append(V.judge(
+        "GD×LD beats GD, which gets stuck in a local minimum", md, sed,
+        se_over=f"{len(both)} weight draws (paired)",
+        effect_text=f"mean over draws of P_GD×LD(n = {n}) − 1{{GD from (0,0) reaches x*}}",
+        measured={"gd_reaches": int(sum(d["gd_reaches"] for d in both)), "draws": len(both)},
+        paper="GD stuck (Fig. 5)", deviations=devs[:2]))
     return Section(
         paper="GD×LD (Dong & Tong)", methods="GD×LD, GD",
         claim="GD×LD finds the global minimum in 100/100 replications within 1000 "
               "iterations; GD gets stuck",
-        measured=f"within {s['tol']:g} of x*: GD×LD {rows['GD×LD']['success'][at]}/{reps} by "
-                 f"n = {s['judged_at']} ({rows['GD×LD']['success'][-1]}/{reps} by "
-                 f"{s['steps']}), GD {rows['GD']['success'][at]}/{reps} "
-                 f"({rows['GD']['success'][-1]}/{reps})",
-        claims=[V.judge(
-            f"GD×LD finds the global minimum with high probability (≥ 90 %) within "
-            f"{s['judged_at']} iterations", p["GD×LD"] - 0.9, se_p["GD×LD"],
-            se_over=f"{reps} replications (binomial)", effect_text="P(GD×LD) − 0.9",
-            measured={k: {"value": v, "se": se_p[k]} for k, v in p.items()},
-            paper="100/100 within 1000 iterations",
-            deviations=[f"weights of gaussian_wells(seed={gx.WELLS_SEED}): the paper's "
-                        "random weights are unknown"]),
-            V.judge("GD×LD beats GD (which gets stuck)", p["GD×LD"] - p["GD"],
-                    V.diff_se(se_p["GD×LD"], se_p["GD"]),
-                    se_over=f"{reps} replications (binomial)", effect_text="P(GD×LD) − P(GD)",
-                    measured={k: {"value": v, "se": se_p[k]} for k, v in p.items()},
-                    paper="GD 0/100")],
-        command="sgmc reproduce gdxld-wells", settings=s, details=details,
+        measured=f"within {s['tol']:g} of x* by n = {n}: GD×LD "
+                 f"{rate['paper'].mean():.2f} (draws near the paper's F*), "
+                 f"{rate['random'].mean():.2f} (random draws); GD reaches x* in "
+                 f"{sum(d['gd_reaches'] for d in both)}/{len(both)} draws",
+        claims=claims, command="sgmc reproduce gdxld-wells", settings=s, details=details,
         figures=[fig_name])
 
 
