@@ -85,15 +85,21 @@ def test_cold_chain_alone_stays_in_its_mode():
     assert (np.asarray(res.samples[:, -1, 0]) < 0).mean() < 0.1
 
 
-def test_no_swaps_before_the_variance_is_measured_at_distinct_states():
+@pytest.mark.parametrize("by_age", [False, True])
+def test_no_swaps_before_the_variance_is_measured_at_distinct_states(by_age):
+    """A single σ̂² from replicates (every 40 steps) is 0 at the common start: no swap before
+    the second measurement. Per anchor age, σ̂² is measured at the swap's own (already
+    distinct) states: swaps from the first step, each with σ̂² > 0."""
     x = sgmc.models.synthetic_mixture_data(500, seed=2)
     post = sgmc.models.mixture_posterior(x)
     rx = sgmc.replica_exchange(sgmc.sgld(1e-3, batch_size=50), [25.0, 1000.0],
-                               energy=sgmc.cv_energy(period=40), num_replicates=4)
+                               energy=sgmc.cv_energy(period=40), num_replicates=4,
+                               variance_by_age=by_age)
     res = sgmc.sample(post, rx, jnp.array([0.0]), num_steps=80, seed=3, progress=False)
     attempts = res.info["swap_attempts"][0, :, 0]
-    assert attempts[:40].sum() == 0 and attempts[40:].sum() == 40  # draw j follows step j
-    assert (res.info["energy_variance"][0, 40:, 0] > 0).all()
+    start = 0 if by_age else 40
+    assert attempts[:start].sum() == 0 and attempts[start:].sum() == 80 - start
+    assert (res.info["energy_variance"][0, start:, 0] > 0).all()
 
 
 def test_anchors_travel_with_states():
@@ -141,10 +147,9 @@ def test_default_output_is_the_coldest_replica_and_costs_are_counted():
     assert res.samples.shape == (2, 80, 1)
     assert res.info["energy_variance"].shape == (2, 80, 1)
     # init: 2 anchor passes; per step: 2 replicas × 50 gradients; a swap test with 2 × 2 × 50
-    # energies from step 40 on (after the second σ̂² measurement); σ̂² at t = 0 and 40:
-    # 4 replicates × 2 replicas × 2 × 50 plus 2 anchor passes.
-    per_measure = 4 * 2 * 2 * 50 + 2 * 500
-    expected = 2 * 500 + 80 * 2 * 50 + 40 * 2 * 2 * 50 + 2 * per_measure
+    # energies and its age's σ̂² with another 2 × 2 × 50 (per-example energies at θ and β̂)
+    # from step 0 on; anchor passes at t = 0 and 40 (2 × 500 each); no replicates.
+    expected = 2 * 500 + 80 * 2 * 50 + 80 * 2 * (2 * 2 * 50) + 2 * 2 * 500
     assert res.meta["grad_evals_total"] == [expected, expected]
 
 
@@ -162,6 +167,7 @@ def test_default_output_is_the_coldest_replica_and_costs_are_counted():
     ({"schedule": "random"}, "schedule"),
     ({"step_sizes": [1e-3]}, "step_sizes"),
     ({"output": "hottest"}, "output"),
+    ({"cooldown": -1}, "cooldown"),
 ])
 def test_bad_input(kwargs, match):
     args = {"temperatures": [1.0, 10.0], **kwargs}
@@ -223,3 +229,118 @@ def test_schedules_outputs_and_diagnostics_round_trip(tmp_path):
     res.save(path)
     back = sgmc.Result.load(path)
     np.testing.assert_array_equal(back.info["replica_labels"], res.info["replica_labels"])
+
+
+def _mixture_steps(rx, post, num_steps, seed=0, init=0.0):
+    """Run ``rx`` step by step; returns the states after every step and the infos."""
+    step = jax.jit(rx.step, static_argnums=())
+    state = rx.init(post, jnp.array([init]), jax.random.key(seed))
+    keys = jax.random.split(jax.random.key(seed + 1), num_steps)
+    states, infos = [], []
+    for t in range(num_steps):
+        state, info = step(post, state, keys[t], jnp.int32(t))
+        states.append(state)
+        infos.append(jax.tree.map(np.asarray, info))
+    return states, infos
+
+
+def test_anchors_refresh_every_period_whatever_the_variance_period():
+    """cv_energy(period=5) with variance_period=7: the anchors in use at step t are the
+    positions at the start of step 5⌊t/5⌋ (refreshed before that step's move). Swaps are
+    blocked (F tiny) so anchors stay in their slots. The old code refreshed them only inside
+    the σ̂² measurement, i.e. every 7 steps."""
+    x = sgmc.models.synthetic_mixture_data(200, seed=1)
+    post = sgmc.models.mixture_posterior(x)
+    rx = sgmc.replica_exchange(sgmc.sgld(1e-3, batch_size=20), [25.0, 1000.0],
+                               energy=sgmc.cv_energy(period=5), variance_period=7,
+                               correction=1e-30, num_replicates=3)
+    states, infos = _mixture_steps(rx, post, 16)
+    assert sum(float(i["swaps"].sum()) for i in infos) == 0
+    start = [np.zeros((2, 1))] + [np.asarray(s.dyn.position) for s in states[:-1]]
+    for t, st in enumerate(states):
+        np.testing.assert_array_equal(np.asarray(st.energy.anchor), start[5 * (t // 5)])
+        full = [float(post.full_energy(a)) - float(post.exact_energy(a))
+                for a in np.asarray(st.energy.anchor)]
+        np.testing.assert_allclose(np.asarray(st.energy.anchor_sum), full, rtol=1e-5)
+
+
+def _exact_diff_variance(post, state, batch):
+    """Var(Ũ_1 − Ũ_2 | θ, β̂) of a minibatch of ``batch`` draws with replacement, exactly:
+    (wN/n)² · n · Var_i(d_i) over all N data."""
+    idx = jnp.arange(post.num_data)
+    e = [np.asarray(post.batch_energies(th, idx), np.float64)
+         + float(c) * np.asarray(post.batch_energies(a, idx), np.float64)
+         for th, a, c in zip(state.dyn.position, state.energy.anchor, state.energy.coef,
+                             strict=True)]
+    scale = post.batch_scale(batch)
+    return scale ** 2 * batch * np.var(e[0] - e[1])
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_swap_variance_is_the_variance_at_its_own_anchor_age(adaptive):
+    """Mixture, N = 500, n = 25, m = 8, η = 2e-3, τ = (25, 1000): the control-variate
+    energy's variance grows with the anchor's age (exact, averaged over 25 periods: 1.4e3
+    at age 1 and 8.8e3 at age 8 with c = −1; 3.8e3 and 1.06e4 with the adaptive c). The σ̂²
+    each swap uses must estimate the exact Var(ΔŨ) at its own age: its mean is within 35 %
+    of the exact one at age 1 and at age 8 (measured: ratios 0.99–1.16). The old rule used
+    the oldest anchor's σ̂² for every swap (ratio ~6 at age 1)."""
+    x = sgmc.models.synthetic_mixture_data(500, seed=0)
+    post = sgmc.models.mixture_posterior(x)
+    m, n = 8, 25
+    rx = sgmc.replica_exchange(sgmc.sgld(2e-3, batch_size=n), [25.0, 1000.0],
+                               energy=sgmc.cv_energy(period=m, adaptive=adaptive),
+                               num_replicates=4)
+    states, infos = _mixture_steps(rx, post, 30 * m, init=25.0)
+    used = {1: [], m: []}
+    exact = {1: [], m: []}
+    for t in range(5 * m, 30 * m):
+        age = t % m + 1
+        if age in used:
+            used[age].append(float(infos[t]["energy_variance"][0]))
+            exact[age].append(_exact_diff_variance(post, states[t], n))
+    young, old = np.mean(exact[1]), np.mean(exact[m])
+    assert old > 2 * young
+    for age in (1, m):
+        ratio = np.mean(used[age]) / np.mean(exact[age])
+        assert 0.65 < ratio < 1.35, age
+
+
+def test_cooldown_allows_one_swap_per_window():
+    """Exact energies on the double well swap often; with cooldown=10 at most one swap is
+    accepted in each window [10w, 10w + 10), and none is attempted after it in the window."""
+    post = well()
+    kw = dict(temperatures=[1.0, 10.0], energy=sgmc.exact_energy())
+    res = {c: sgmc.sample(post, sgmc.replica_exchange(sgmc.sgld(2e-4), cooldown=c, **kw),
+                          jnp.array([1.0]), num_steps=2000, num_chains=2, seed=0,
+                          progress=False) for c in (0, 10)}
+    free = res[0].info["swaps"][..., 0].reshape(2, -1, 10).sum(-1)
+    assert free.max() > 1
+    swaps = res[10].info["swaps"][..., 0].reshape(2, -1, 10)
+    attempts = res[10].info["swap_attempts"][..., 0].reshape(2, -1, 10)
+    assert swaps.sum(-1).max() == 1 and swaps.sum() > 20
+    for c, w in zip(*np.nonzero(swaps.sum(-1)), strict=True):
+        j = int(np.argmax(swaps[c, w]))
+        assert attempts[c, w, j + 1:].sum() == 0
+
+
+def test_correction_schedule_and_geometric_schedule():
+    """F_t as a schedule: F = 1e-7 (no swaps: a correction of ~1e9 nats) for t < 100, then
+    F = 100 (swaps). The geometric schedule holds its value outside [start, stop]."""
+    g = sgmc.schedules.geometric(2.0, 0.5, every=10, start=20, stop=50)
+    np.testing.assert_allclose([float(g(t)) for t in (0, 20, 29, 30, 49, 50, 500)],
+                               [2.0, 2.0, 2.0, 1.0, 0.5, 0.25, 0.25])
+    assert g.max_value() == 2.0
+    assert sgmc.schedules.geometric(1.0, 2.0, every=1, stop=3).max_value() == 8.0
+    with pytest.raises(ValueError, match="stop"):
+        sgmc.schedules.geometric(1.0, 2.0, every=1, start=5, stop=5)
+    with pytest.raises(ValueError, match="rate"):
+        sgmc.schedules.geometric(1.0, 0.0, every=1)
+    x = sgmc.models.synthetic_mixture_data(1000, seed=0)
+    post = sgmc.models.mixture_posterior(x)
+    f = sgmc.schedules.geometric(1e-7, 1e9, every=100, stop=100)
+    rx = sgmc.replica_exchange(sgmc.sgld(2e-3, batch_size=100), [25.0, 1000.0],
+                               correction=f, variance_period=10, num_replicates=4)
+    res = sgmc.sample(post, rx, jnp.array([30.0]), num_steps=400, num_chains=4, seed=0,
+                      progress=False)
+    sw = res.info["swaps"][..., 0]
+    assert sw[:, :100].sum() == 0 and sw[:, 100:].sum() > 10

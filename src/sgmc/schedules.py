@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from . import _validate as check
 from ._pytree import pytree_dataclass, static
 
-__all__ = ["Schedule", "as_schedule", "constant", "cyclical", "from_function",
+__all__ = ["Schedule", "as_schedule", "constant", "cyclical", "from_function", "geometric",
            "polynomial_decay"]
 
 
@@ -79,6 +79,35 @@ class Cyclical(Schedule):
 
 
 @pytree_dataclass
+class Geometric(Schedule):
+    """A value multiplied by ``rate`` once every ``every`` steps between ``start`` and ``stop``
+    (the VR-reSGLD paper's per-epoch annealing, Sec. 5.2: τ_k = τ₀/1.02^k during burn-in,
+    F_k = F₀·1.02^k with it, η_k = η₀·0.984^k after 200 of 500 epochs):
+
+        h_t = value · rate^{k(t)},  k(t) = ⌊(min(max(t, start), stop) − start) / every⌋.
+
+    Before ``start`` and after ``stop`` the value is held. All numbers are leaves.
+    """
+
+    value: Any
+    rate: Any
+    every: Any
+    start: Any
+    stop: Any
+
+    def __call__(self, t: jax.Array) -> jax.Array:
+        t = jnp.clip(jnp.asarray(t, jnp.float32), self.start, self.stop)
+        k = jnp.floor((t - self.start) / self.every)
+        return jnp.asarray(self.value, jnp.float32) * jnp.asarray(self.rate, jnp.float32) ** k
+
+    def max_value(self) -> float:
+        if float(self.rate) <= 1.0:
+            return float(self.value)
+        k = (float(self.stop) - float(self.start)) // float(self.every)
+        return float(self.value) * float(self.rate) ** k  # inf without a stop
+
+
+@pytree_dataclass
 class FromFunction(Schedule):
     """h_t = fn(t) for a user function (static: a new function object compiles anew)."""
 
@@ -122,6 +151,25 @@ def cyclical(h0: float, cycle_length: int) -> Cyclical:
     """Cosine-cyclical step size starting each cycle at h0 and decaying towards 0."""
     return Cyclical(check.positive("h0", h0),
                     float(check.integer("cycle_length", cycle_length, lo=1)))
+
+
+def geometric(value: float, rate: float, every: int, start: int = 0,
+              stop: int | None = None) -> Geometric:
+    """h_t = value · rate^k with k the number of whole ``every``-step periods completed between
+    ``start`` and min(t, ``stop``) (see :class:`Geometric`).
+
+    Args:
+        value: h at t ≤ start (> 0).
+        rate: factor per period (> 0; < 1 decays, > 1 grows).
+        every: steps per period (≥ 1), e.g. the steps of one data pass.
+        start: first step of the annealing (≥ 0).
+        stop: step after which h is held (> start), None: never.
+    """
+    v, r = check.positive("value", value), check.positive("rate", rate)
+    e = check.integer("every", every, lo=1)
+    a = check.integer("start", start, lo=0)
+    b = float("inf") if stop is None else float(check.integer("stop", stop, lo=a + 1))
+    return Geometric(v, r, float(e), float(a), b)
 
 
 def as_schedule(value: float | Schedule, name: str = "step_size") -> Schedule:

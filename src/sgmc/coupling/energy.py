@@ -13,6 +13,21 @@ L_i the per-example energies, w the data weight):
 
   with c = −1 (eq. 5) or, ``adaptive=True``, c estimated as −Cov(X, Y)/Var(Y) of the plain
   term X and the control term Y over the variance replicates and smoothed like σ̂² (Alg. 2).
+  The anchors are refreshed at every step t with t mod m = 0 (before that step's move),
+  whatever the swap variance's own period: the anchor a swap at step t uses has age
+  (t mod m) + 1 steps.
+
+**Variance at the swap's own anchor age.** A control-variate energy's variance grows with
+the anchor's age (Lemma 1: Var Ũ ≤ (D_R²/n) E‖θ_k − β̂‖², zero at a fresh anchor). With
+sampling with replacement, ΔŨ = Ũ_k − Ũ_{k+1} is, up to a constant, (wN/n) Σ_{i∈B} d_i with
+d_i = (L_i(θ_k) + c_k L_i(β̂_k)) − (L_i(θ_{k+1}) + c_{k+1} L_i(β̂_{k+1})) i.i.d. over i, so
+
+    Var(ΔŨ | θ, β̂) = (wN/n)² · n · Var_i(d_i),
+
+and :meth:`CVEnergy.diff_variance` returns its unbiased plug-in estimate
+σ̃² = (wN/n)² · n · s²(d_i) (s² with ddof = 1) from one minibatch of per-example energies
+(2Kn evaluations). :mod:`sgmc.coupling.replica` draws that minibatch independently of the
+swap's and keeps one stochastic-approximation average per age (see there).
 
 An estimator is a pytree dataclass with ``init(problem, position)`` (per-replica state),
 ``init_evals(problem)``, ``estimate(problem, state, θ, idx) -> (Ũ, evals)``,
@@ -24,6 +39,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 
 from .. import _validate as check
@@ -101,6 +117,19 @@ class CVEnergy:
         x, y = self.terms(problem, state, theta, idx)
         return x + state.coef * y, 2 * idx.shape[0]
 
+    def diff_variance(self, problem, state, positions, idx):
+        """σ̃² per adjacent pair (k, k+1): the plug-in estimate (wN/n)² · n · s²(d_i) of
+        Var(Ũ_k − Ũ_{k+1}) at the current states and anchors from the per-example terms of one
+        minibatch ``idx`` of size n (see the module docstring); ``state`` and ``positions``
+        are stacked over the K replicas. Returns ((K − 1,) variances, evaluations)."""
+        n = idx.shape[0]
+        x = jax.vmap(lambda th: problem.batch_energies(th, idx))(positions)        # (K, n)
+        y = jax.vmap(lambda s: problem.batch_energies(s.anchor, idx))(state)       # (K, n)
+        e = x + state.coef[:, None] * y
+        d = e[:-1] - e[1:]                                                          # (K − 1, n)
+        scale = problem.batch_scale(n)
+        return scale * scale * n * jnp.var(d, axis=1, ddof=1), 2 * x.shape[0] * n
+
     def refresh(self, problem, state, theta):
         """New anchor β̂ = θ and its full-data energy (N per-example energies)."""
         return state._replace(anchor=theta, anchor_sum=self._full(problem, theta)), \
@@ -130,7 +159,9 @@ def cv_energy(period: int = 100, adaptive: bool = False,
     """Control-variate energy estimates for the swap test (VR-reSGLD, eq. 5; Alg. 2).
 
     Args:
-        period: m ≥ 1, steps between anchor refreshes (one full data pass per replica each).
+        period: m ≥ 1, steps between anchor refreshes (one full data pass per replica each),
+            at every step t with t mod m = 0 whatever the replica exchange's
+            ``variance_period``.
         adaptive: estimate the coefficient c (Alg. 2) instead of fixing c = −1.
         batch_size: minibatch size of the energy estimate; ``None`` uses the sampler's.
     """

@@ -6,10 +6,12 @@ stacked on a leading axis and moved with ``vmap``: the same minibatch for every 
 step, independent noise. Every ``swap_every`` steps adjacent pairs (k, k+1) attempt to swap
 positions with probability min(1, S_k),
 
-    S_k = exp( a_k · (Ũ_k − Ũ_{k+1} − a_k σ̂_k² / (2F)) ),    a_k = 1/τ_k − 1/τ_{k+1},
+    S_k = exp( a_k · (Ũ_k − Ũ_{k+1} − a_k σ̂_k² / (2F_t)) ),    a_k = 1/τ_k − 1/τ_{k+1},
 
-where Ũ are energy estimates on one fresh minibatch (shared by all replicas; see
-:mod:`sgmc.coupling.energy`) and σ̂_k² estimates Var(Ũ_k − Ũ_{k+1}).
+(the paper's eq. 4 / Alg. 1–2 swap rate with its appendix's a²σ²/2 convention, below) where
+Ũ are energy estimates on one fresh minibatch (shared by all replicas; see
+:mod:`sgmc.coupling.energy`) and σ̂_k² estimates Var(Ũ_k − Ũ_{k+1}) of *this* estimator (for
+control-variate energies: at the swap's own anchor age, σ̂_{k,j}² below).
 
 **Correction convention.** If Ũ_k − Ũ_{k+1} = D + ε with ε ~ N(0, σ²), then
 E[exp(a(D + ε))] = exp(aD + a²σ²/2), so subtracting a²σ²/2 makes S̃ unbiased for the exact
