@@ -11,6 +11,7 @@ import sgmc
 from sgmc import datasets, metrics
 from sgmc.cli import main
 from sgmc.experiments import svrg_hmc_bnn
+from sgmc.experiments.verdict import check_claim_dict
 
 # Shared by every sampler so that the runs differ only in the sampler (and the prediction
 # program is compiled once): 3000 steps of batch 50 = 150 data passes of N = 1000, a draw
@@ -109,6 +110,8 @@ def test_svrg_hmc_bnn_quick(tmp_path, capsys):
     assert main(["reproduce", "svrg-hmc-bnn", "--quick", "--out", str(tmp_path),
                  "--json", str(out_json)]) == 0
     text, result = capsys.readouterr().out, json.loads(out_json.read_text())
+    for claim in result["claims"]:
+        check_claim_dict(claim)
     assert "paper (Sec. 5.3, Fig. 3-4)" in text and "run time:" in text
     assert [r["dataset"] for r in result["results"]] == ["protein", "letter"]
     for r in result["results"]:
@@ -116,10 +119,13 @@ def test_svrg_hmc_bnn_quick(tmp_path, capsys):
         for name, entry in r["samplers"].items():
             assert "error" not in entry, (r["dataset"], name, entry)
             assert np.all(np.isfinite(entry["mean"]))
-            assert entry["passes"][-1] >= 2.0  # the snapshot passes are counted
+            # passes of sampling: the initial snapshot excluded, later snapshots counted
+            assert entry["passes"][-1] >= 2.0
+            assert np.allclose(np.subtract(entry["passes_total"], entry["passes"]),
+                               1.0 if name.startswith("SVRG") else 0.0)
         # The scale of the metrics after 2 passes. protein: the best method's test RMSE is
         # below the target's sd (~6.1, the RMSE of predicting the mean; measured 5.05 for
-        # SGHMC) — not every method's: SVRG-LD, which spends a third of its passes on
+        # SGHMC) — not every method's: SVRG-LD, which spends a third of its evaluations on
         # snapshots, is still at ~6.2. letter: every method beats the chance log-likelihood
         # log(1/26) = -3.26.
         final = [e["final"][0] for e in r["samplers"].values()]
@@ -127,4 +133,12 @@ def test_svrg_hmc_bnn_quick(tmp_path, capsys):
             assert min(final) < r["y_std"]
         else:
             assert min(final) > np.log(1 / 26)
+        # the accounting is stated: 3 evaluations per example in the batch for SVRG
+        acc = r["accounting"]["SVRG-HMC"]["evals_per_example_in_batch"]
+        assert acc == pytest.approx(3, rel=1e-3)  # 2 + (n/K)/b, K = ⌊n/b⌋
     assert (tmp_path / "svrg_hmc_bnn.png").exists()
+    assert "3 per example in the batch" in text
+    # every comparison judged at equal evaluations and at equal passes (epochs)
+    names = [c["claim"] for c in result["claims"]]
+    for axis in ("evaluations", "passes"):
+        assert sum(f"at equal {axis}" in c for c in names) == 2 * 4  # 2 sets × 4 pairs
