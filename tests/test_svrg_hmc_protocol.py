@@ -110,3 +110,37 @@ def test_bnn_evaluation_accounting():
     # the epoch axis (minibatch sweeps, steps·b/n) against the evaluation axis
     steps = np.array([100, 200, 300])
     assert np.allclose(B.epochs(steps, n), steps * S.BATCH / n)
+
+
+# --- the demo's SVRG-HMC section ------------------------------------------------------------
+
+def test_moment_error_penalises_a_chain_that_does_not_move():
+    from sgmc.demo import _moment_errors
+
+    mu, sd = np.array([1.0, -2.0]), np.array([0.5, 2.0])
+    frozen = np.broadcast_to(mu, (1, 100, 2))  # a warm start that never moves
+    assert np.allclose(_moment_errors(frozen, mu, sd), 1.0)
+    exact = mu + sd * np.random.default_rng(0).standard_normal((1, 20000, 2))
+    assert _moment_errors(exact, mu, sd)[0, -1] < 0.03
+    wide = mu + 2 * sd * np.random.default_rng(1).standard_normal((1, 20000, 2))
+    assert abs(_moment_errors(wide, mu, sd)[0, -1] - 1.0) < 0.05  # over-dispersed by 2
+
+
+def test_demo_section_judges_at_passes_of_sampling_from_the_mode(monkeypatch, tmp_path):
+    """The section starts at the mode and judges after one pass *of sampling*: SVRG has
+    taken ~K/2 steps there (with the snapshot counted it had taken ~1)."""
+    pytest.importorskip("arviz")
+    pytest.importorskip("matplotlib")
+    from sgmc import demo
+
+    settings = dict(demo._svrg_settings(True), N=500, chains=2, draws=20, passes=2.0)
+    monkeypatch.setattr(demo, "_svrg_settings", lambda quick: settings)
+    sec = demo.section_svrg_hmc(str(tmp_path), True, 0)
+    assert len(sec.claims) == 3
+    K = settings["N"] // settings["batch"]
+    first = sec.claims[0].measured
+    assert first["SVRG-HMC"]["steps"] >= K // 2
+    assert first["SVRG-LD"]["steps"] >= K // 2
+    assert sec.claims[2].measured["SGHMC"]["steps"] >= K
+    assert any("warm start at the mode" in d for d in sec.claims[0].deviations)
+    assert (tmp_path / "demo_svrg_hmc.png").exists()
