@@ -225,12 +225,11 @@ def test_gdxld_quick(tmp_path, capsys, name):
         assert any("griewank d = 2 (reflect)" in c["claim"] for c in claims)
         return
     rows = result["rows"]
-    coupled, single = (("GDxLD", "GD") if name == "gdxld-wells" else ("SGDxSGLD", "SGD"))
-    # The coupled method reaches the global minimiser in some replications, descent in none
-    # (quick: measured 15/20 wells, 3/8 KDE).
-    assert rows[coupled]["success"][-1] >= 1
-    assert rows[single]["success"][-1] == 0
     if name == "gdxld-wells":
+        # GD×LD reaches the global minimiser in some replications, GD in none (quick:
+        # measured 15/20).
+        assert rows["GDxLD"]["success"][-1] >= 1
+        assert rows["GD"]["success"][-1] == 0
         # The success rate over weight draws (issue 15 e): random draws and the draws of the
         # screened pool whose F* is closest to the paper's −0.168.
         wd = result["weight_draws"]
@@ -243,7 +242,10 @@ def test_gdxld_quick(tmp_path, capsys, name):
         assert judged[0]["verdict"] in ("holds", "not tested in the paper's regime")
     else:
         # The paper's kernel parameter σ = 0.12 is a variance; the weights are the draw
-        # closest to the paper's F*.
+        # closest to the paper's F*. On that shallow KDE, t0 = 0.05 lets SGD×SGLD exchange
+        # about once (quick: 0/8 within 0.25 of the minimiser, as SGD).
         assert result["kernel_variance"] == 0.12
+        assert rows["SGDxSGLD"]["exchanges"] > 0 and rows["SGD"]["exchanges"] == 0
+        assert -0.1 < result["f_hat_star"] < -0.05      # measured −0.0874
         from sgmc.experiments.gdxld import paper_like_seeds
         assert result["weights_seed"] == paper_like_seeds(1)[0]
