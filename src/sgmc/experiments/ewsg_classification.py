@@ -198,6 +198,15 @@ def logistic_claims(table: dict, chosen: dict, quick: bool, seeds: int) -> list[
                       "(std 0.05–0.09), log-likelihoods −0.527 to −0.523; 'EWSG outperforms "
                       "others'",
                 deviations=deviations, in_regime=False))
+        mine, base = row["EWSG"]["accuracy"], row["SGHMC"]["accuracy"]
+        claims.append(V.judge(
+            f"EWSG's test accuracy is above SGHMC's, its uniform counterpart, after {when}",
+            mine["mean"] - base["mean"], V.diff_se(mine["se"], base["se"]),
+            se_over=f"{seeds} seeds", effect_text="accuracy(EWSG) − accuracy(SGHMC)",
+            measured={k: {"value": row[k]["accuracy"]["mean"], "se": row[k]["accuracy"]["se"]}
+                      for k in ("EWSG", "SGHMC")},
+            paper="Table 1 and Sec. 5.2: EWSG improves on uniform subsampling (SGHMC)",
+            deviations=deviations, in_regime=False))
     return claims
 
 
