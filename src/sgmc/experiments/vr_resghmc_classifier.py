@@ -40,8 +40,8 @@ Why both: at τ = (1, 5) the minibatch energy noise (σ̂² ~ 10⁶–10⁷ nats
 the unbiased correction a²σ̂²/2 millions of nats, far above any energy difference of the two
 replicas, so F = 1 does not swap; with a 5× ladder the equilibrium energy gap of d = 79,510
 parameters is itself O(d) nats at any τ₁. Swaps then occur only with a large F, where they are
-driven by the energy noise — the paper's regime. Only the quick run's ``cold`` setting is run
-with ``--quick``.
+driven by the energy noise — the paper's regime. Only the ``cold`` setting is run by default
+(and with ``--quick``); ``SGMC_VR_POSTERIOR=1`` adds ``posterior`` to the full run.
 
 Verdicts by :mod:`sgmc.experiments.verdict`: accuracy, Brier score and OOD entropy by paired
 differences over the 10,000 test images (one seed: seed-to-seed variation is not in the SE);
