@@ -141,4 +141,5 @@ def test_svrg_hmc_bnn_quick(tmp_path, capsys):
     # every comparison judged at equal evaluations and at equal passes (epochs)
     names = [c["claim"] for c in result["claims"]]
     for axis in ("evaluations", "passes"):
-        assert sum(f"at equal {axis}" in c for c in names) == 2 * 4  # 2 sets × 4 pairs
+        assert sum("outperforms" in c and f"at equal {axis}" in c
+                   for c in names) == 2 * 4  # 2 sets × 4 pairs

@@ -429,9 +429,15 @@ def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
     seconds = time.perf_counter() - t0
     print(f"SVRG-HMC paper, Bayesian neural networks (Sec. 5.3): one hidden layer of {HIDDEN} "
           f"ReLU units, prior N(0, {PRIOR_STD:g}²), regression noise σ = {NOISE_STD:g} "
-          f"(standardised units); b = 10, K = n/b; {s.passes:g} data passes, {s.seeds} "
-          f"chains (mean ± sd), h and D from a {'reduced ' if quick else ''}validation grid; "
-          "BMA over the later half of the draws so far")
+          f"(standardised units); b = 10, K = n/b, p₀ = 0; runs of {s.passes:g} evaluation "
+          f"passes of sampling, {s.seeds} chains (mean ± sd), h and D from a "
+          f"{'reduced ' if quick else ''}validation grid; BMA over the later half of the "
+          "draws so far")
+    print("accounting: an SVRG step costs 2b per-example gradients plus n every K = n/b "
+          "steps, 3 per example in the batch on average (3b); an SGHMC step costs b. The "
+          "initial snapshot (n) is excluded. Claims are judged at equal evaluations and at "
+          "equal passes (epochs = steps·b/n); for SVRG-HMC against SVRG-LD, which cost the "
+          "same per step, the two coincide.")
     if not quick:
         print("sizes: the paper's network and batch; its number of passes and grid are not "
               "stated, ours are chosen to fit ~20 min on 2 CPU cores.")
