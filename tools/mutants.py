@@ -44,7 +44,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 T_DYN = ("tests/test_kernels.py", "tests/test_gaussian_posterior.py")
 T_EST = ("tests/test_kernels.py", "tests/test_variance_reduced.py", "tests/test_estimators.py")
 T_EWSG = ("tests/test_kernels.py", "tests/test_ewsg.py")
-T_REPLICA = ("tests/test_replica.py",)
+T_REPLICA = ("tests/test_swap_rule.py", "tests/test_replica.py")
 T_OPT = ("tests/test_objectives.py", "tests/test_optimize.py")
 
 
