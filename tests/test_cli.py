@@ -97,7 +97,7 @@ def test_demo_report_names_the_full_experiments(demo):
     """Every section gives the exact `sgmc reproduce NAME` command, with a NAME that exists."""
     out, _ = demo
     md = (out / "report.md").read_text(encoding="utf-8")
-    names = re.findall(r"`sgmc reproduce ([a-z0-9-]+)`", md)
+    names = re.findall(r"full experiment: `sgmc reproduce ([a-z0-9-]+)`", md)
     assert len(names) == len(PAPERS)
     assert set(names) <= set(registry())
     assert "## 1." in md and "settings" in md

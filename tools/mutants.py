@@ -288,13 +288,17 @@ def _run(m: Mutant, timeout: float) -> tuple[Mutant, str, float, str]:
         env = dict(os.environ, PYTHONPATH=os.path.join(work, "src"), JAX_PLATFORMS="cpu",
                    PYTHONDONTWRITEBYTECODE="1")
         tests = list(dict.fromkeys(t for t in m.tests if os.path.exists(os.path.join(ROOT, t))))
-        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-rf", "-p", "no:cacheprovider",
+               *tests]
         try:
             proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True,
                                   timeout=timeout)
         except subprocess.TimeoutExpired:
             return m, "timeout", time.perf_counter() - t0, ""
-    last = (proc.stdout.strip().splitlines() or [""])[-1]
+    lines = proc.stdout.strip().splitlines() or [""]
+    # The test that killed it (pytest's short summary), else the closing line.
+    failed = [ln.split(" - ")[0][len("FAILED "):] for ln in lines if ln.startswith("FAILED ")]
+    last = f"killed by {failed[0]}" if failed else lines[-1]
     status = "survived" if proc.returncode == 0 else "killed"
     if proc.returncode not in (0, 1):  # collection errors, crashes: the mutant broke import
         status = "killed"

@@ -12,7 +12,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sgmc", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="a small run of each paper's headline experiment: "
-                          "one table (claim, measured, holds?) and a report folder",
+                          "one table (claim, measured, verdict) and a report folder",
                           description="Run a small version of each paper's headline "
                           "experiment, print one table and write report.md, report.html "
                           "and the figures to --out.")

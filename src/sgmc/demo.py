@@ -542,7 +542,7 @@ def section_gdxld(out: str, quick: bool, seed: int) -> Section:
          for kind, draws in (("F* near −0.168", pap), ("random", rnd)) for d in draws])
     devs = [gx.WEIGHTS_DEV,
             f"demo budget: {len(pap)} + {len(rnd)} weight draws × {reps} replications "
-            "(`sgmc reproduce gdxld-wells`: 10 + 30 × 100)",
+            "(sgmc reproduce gdxld-wells runs 10 + 30 draws × 100)",
             f"threshold: 'high probability' read as P ≥ {s['threshold']}"]
     claims = []
     for key, draws, in_regime, label in (("paper", pap, True, "F* closest to −0.168"),
