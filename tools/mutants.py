@@ -321,13 +321,15 @@ def _check_sgmc_resolves_to_copy() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("-k", default="", help="only mutants whose id contains this")
+    ap.add_argument("-k", default="", help="only mutants whose id contains this (several: "
+                    "comma-separated)")
     ap.add_argument("--jobs", type=int, default=2, help="mutants run at once (default 2)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per mutant")
     ap.add_argument("--min-score", type=float, default=0.95)
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
     args = ap.parse_args(argv)
-    chosen = [m for m in MUTANTS if args.k in m.id]
+    keys = [k for k in args.k.split(",") if k] or [""]
+    chosen = [m for m in MUTANTS if any(k in m.id for k in keys)]
     if args.list:
         for m in chosen:
             print(f"{m.id:<36} {m.path:<28} {m.what}")
