@@ -118,3 +118,23 @@ def test_replicate_variance_is_unbiased_and_smoothed(measured, old):
     assert abs(got - want) < 5 * se, (got, want, se)
     # Discriminating: ddof = 0 would be 10 % low, a missed replacement 70 % low.
     assert 0.1 * w * exact > 10 * se
+
+
+def test_cv_energy_estimate_uses_its_coefficient():
+    """VR-reSGLD eq. 5 / Alg. 2: Ũ = X + c·Y with the state's coefficient c (adaptive or −1),
+    X = U₀ + (wN/n)Σ_B L_i(θ), Y = (wN/n)Σ_B L_i(β̂) − w Σ_i L_i(β̂) — checked by hand."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=6).astype(np.float32)
+    post = sgmc.Posterior(loglik=lambda th, d: -0.5 * jnp.sum((d - th) ** 2),
+                          logprior=lambda th: -0.5 * jnp.sum(th ** 2), data=jnp.asarray(x))
+    cv = sgmc.cv_energy(period=3, adaptive=True)
+    theta, anchor = jnp.array([0.4]), jnp.array([-0.2])
+    idx = jnp.array([1, 4, 4], jnp.int32)
+    L = lambda t: 0.5 * (x.astype(np.float64) - t) ** 2
+    X = 0.5 * 0.4 ** 2 + 6 / 3 * L(0.4)[[1, 4, 4]].sum()
+    Y = 6 / 3 * L(-0.2)[[1, 4, 4]].sum() - L(-0.2).sum()
+    for c in (-1.0, 0.3):
+        state = cv.init(post, anchor)._replace(coef=jnp.float32(c))
+        u, n = cv.estimate(post, state, theta, idx)
+        np.testing.assert_allclose(float(u), X + c * Y, rtol=1e-5)
+        assert n == 6
