@@ -205,3 +205,22 @@ def test_sgd_x_sgld_on_kde_reaches_global_minimum():
     assert near >= reps // 5, near
     sgd = sgmc.minimize(kde, sgmc.sgd(0.1, 1000), X0[0], 1000, 2, seed=0)
     assert np.all(np.linalg.norm(sgd.x - x_star, axis=-1) > 1.0)
+
+
+@pytest.mark.parametrize("copy, perm", [(False, [1, 0]), (True, [1, 1])])
+def test_greedy_exchange_swaps_or_copies(copy, perm):
+    """GD×LD (Alg. 1) swaps X and Y when F(Y) < F(X) − t0; nGD×LD copies Y onto X; neither
+    acts when Y is not better by more than t0."""
+    import jax
+    import jax.numpy as jnp
+
+    from sgmc.coupling import greedy_rule
+
+    obj = sgmc.Objective(lambda x: jnp.sum(x ** 2))
+    rule = greedy_rule(threshold=0.5, copy=copy)
+    better = jnp.array([[2.0], [1.0]])        # F(X) = 4, F(Y) = 1: exchange
+    got, accept, _ = rule.exchange(obj, better, jax.random.key(0))
+    assert bool(accept) and np.asarray(got).tolist() == perm
+    close = jnp.array([[1.1], [1.0]])         # F(Y) = 1 > F(X) − t0 = 0.71: no exchange
+    got, accept, _ = rule.exchange(obj, close, jax.random.key(0))
+    assert not bool(accept) and np.asarray(got).tolist() == [0, 1]
