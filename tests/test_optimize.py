@@ -224,3 +224,17 @@ def test_greedy_exchange_swaps_or_copies(copy, perm):
     close = jnp.array([[1.1], [1.0]])         # F(Y) = 1 > F(X) − t0 = 0.71: no exchange
     got, accept, _ = rule.exchange(obj, close, jax.random.key(0))
     assert not bool(accept) and np.asarray(got).tolist() == [0, 1]
+
+
+def test_greedy_exchange_respects_the_bound():
+    """SGD×SGLD (Alg. 2): no exchange unless ‖X‖, ‖Y‖ ≤ M_v."""
+    import jax
+    import jax.numpy as jnp
+
+    from sgmc.coupling import greedy_rule
+
+    obj = sgmc.Objective(lambda x: jnp.sum(x ** 2))
+    pos = jnp.array([[2.0], [1.0]])           # F(Y) < F(X), but ‖X‖ = 2
+    for bound, expect in ((3.0, True), (1.5, False)):
+        _, accept, _ = greedy_rule(bound=bound).exchange(obj, pos, jax.random.key(0))
+        assert bool(accept) == expect
