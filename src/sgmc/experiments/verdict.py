@@ -64,11 +64,7 @@ class Claim:
 
     @property
     def z(self) -> float:
-        if not (math.isfinite(self.effect) and math.isfinite(self.se)):
-            return float("nan")
-        if self.se > 0:
-            return self.effect / self.se
-        return math.copysign(math.inf, self.effect) if self.effect != 0 else 0.0
+        return z_score(self.effect, self.se)
 
     def to_dict(self) -> dict:
         return {"claim": self.claim, "verdict": self.verdict, "rule": RULE,
@@ -94,6 +90,20 @@ class Claim:
         return out
 
 
+def z_score(effect: float, se: float) -> float:
+    """effect / SE; ±inf for a nonzero effect with SE 0, 0 for 0 ± 0, nan if not finite."""
+    if not (math.isfinite(effect) and math.isfinite(se)):
+        return float("nan")
+    if se > 0:
+        return effect / se
+    return math.copysign(math.inf, effect) if effect != 0 else 0.0
+
+
+def outcome_of(z: float) -> str:
+    """The rule on z: holds above 2, does not hold below −2, else (nan too) not resolved."""
+    return HOLDS if z > 2 else NOT_HOLD if z < -2 else NOT_RESOLVED
+
+
 def judge(claim: str, effect: float, se: float, *, se_over: str,
           measured: Mapping[str, Any] | None = None, paper: Any = None,
           deviations: Iterable[str] = (), in_regime: bool = True,
@@ -116,13 +126,10 @@ def judge(claim: str, effect: float, se: float, *, se_over: str,
     effect, se = float(effect), float(se)
     if se < 0:
         raise ValueError(f"se must be ≥ 0, got {se}")
-    c = Claim(claim, "", "", effect, se, se_over, dict(measured or {}), paper,
-              tuple(deviations), effect_text)
-    z = c.z
-    outcome = HOLDS if z > 2 else NOT_HOLD if z < -2 else NOT_RESOLVED  # nan: not resolved
+    outcome = outcome_of(z_score(effect, se))
     verdict = outcome if in_regime or outcome == HOLDS else NOT_REGIME
-    return Claim(claim, verdict, outcome, effect, se, se_over, c.measured, paper,
-                 c.deviations, effect_text)
+    return Claim(claim, verdict, outcome, effect, se, se_over, dict(measured or {}), paper,
+                 tuple(deviations), effect_text)
 
 
 def publish(claims: Sequence[Claim], title: str = "Verdicts") -> list[dict]:
@@ -142,9 +149,8 @@ def check_claim_dict(d: Mapping[str, Any]) -> None:
         assert key in d, f"claim {d.get('claim')!r} lacks {key!r}"
     assert d["verdict"] in VERDICTS, d["verdict"]
     effect, se = float(d["effect"]), float(d["se"])
-    z = (effect / se if se > 0 else math.copysign(math.inf, effect) if effect else 0.0) \
-        if math.isfinite(effect) and math.isfinite(se) else float("nan")
-    expected = HOLDS if z > 2 else NOT_HOLD if z < -2 else NOT_RESOLVED
+    z = z_score(effect, se)
+    expected = outcome_of(z)
     assert d["outcome"] == expected, (d["claim"], d["outcome"], z)
     if d["verdict"] == HOLDS:
         assert z > 2, (d["claim"], z)
