@@ -46,7 +46,6 @@ from ._plot import pyplot, save
 X0 = np.array([[0.0, 0.0], [1.0, 1.0]])
 WELLS_SEED = 2
 PAPER_F_STAR = -0.168          # Dong & Tong, Sec. 3.1.1: F(3, 2) = −0.168
-PAPER_X_STAR = (3.0, 2.0)
 SCREEN_POOL = 2000             # weight draws screened for the paper-like ones
 HIGH = 0.9                     # "finds the global minimum with high probability": P ≥ 0.9
 WEIGHTS_DEV = ("weights: the paper's random weights are unknown; ours are "

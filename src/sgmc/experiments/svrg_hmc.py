@@ -169,10 +169,6 @@ def baseline(task: str, y: np.ndarray) -> float:
     return float(np.mean(np.asarray(y) ** 2)) if task == "regression" else math.log(0.5)
 
 
-def _better(task: str, a: float, b: float) -> bool:
-    return a < b if task == "regression" else a > b
-
-
 def is_stable(task: str, value, base: float) -> np.ndarray:
     """Per chain: the final validation metric is finite and better than θ = 0's."""
     v = np.asarray(value, np.float64)

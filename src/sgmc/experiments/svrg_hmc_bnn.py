@@ -159,10 +159,6 @@ def curve(post, task: str, draws, X: np.ndarray, y: np.ndarray, y_std: float) ->
     return out
 
 
-def _better(task: str, a: float, b: float) -> bool:
-    return a < b if task == "regression" else a > b
-
-
 def accounting(n: int) -> dict:
     """Per-example gradient evaluations per step, per sampler: SGHMC b; the SVRG samplers 2b
     plus n every K = n/b steps (:func:`~.svrg_hmc.evals_per_step`), i.e. 3 per example in

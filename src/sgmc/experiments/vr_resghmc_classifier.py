@@ -83,7 +83,6 @@ BATCH = 100
 HOT_TEMPERATURE = 5.0   # τ₂ / τ₁
 HOT_STEP = 1.5          # η₂ / η₁
 METHODS = ("SGHMC", "reSGHMC", "VR-reSGHMC", "cVR-reSGHMC")
-LONG_CYCLE = 10**9
 SETTINGS = {"posterior": (1.0, 1.0), "cold": (0.01, 1.5e5)}   # name -> (τ₁, F)
 PAPER_EPOCHS = 500
 T_ANNEAL, LR_ANNEAL = 1.02, 0.984   # the paper's per-epoch factors
