@@ -1,0 +1,81 @@
+"""A fixed set of small runs whose draws are pinned (tests/test_pinned_draws.py).
+
+``python tests/pinned_runs.py`` records them into ``tests/data/pinned_draws.npz``; it was run
+once, before the kernel-contract refactor (issue 17), so that the refactor is tested to
+change no draw. Re-record only for an intended change of behaviour, and say why in the commit.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import sgmc
+
+PATH = os.path.join(os.path.dirname(__file__), "data", "pinned_draws.npz")
+
+
+def _posterior():
+    rng = np.random.default_rng(7)
+    n, d = 64, 3
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    y = (X @ np.array([1.0, -0.5, 0.25]) + 0.5 * rng.normal(size=n)).astype(np.float32)
+    return sgmc.models.linear_regression(X, y, noise_std=0.5, prior_std=2.0), d
+
+
+def _runs():
+    post, d = _posterior()
+    init = jnp.zeros(d)
+    kw = dict(init=init, num_steps=60, num_chains=2, burn_in=10, thin=5, seed=3,
+              progress=False)
+    samplers = {
+        "sgld": sgmc.sgld(1e-3, batch_size=8),
+        "sghmc_euler": sgmc.sghmc(1e-3, friction=20.0, batch_size=8),
+        "sghmc_explicit": sgmc.sghmc(1e-3, friction=20.0, batch_size=8, integrator="explicit"),
+        "sghmc_splitting": sgmc.sghmc(1e-3, friction=20.0, batch_size=8,
+                                      integrator="splitting"),
+        "svrg_hmc": sgmc.sghmc(1e-3, friction=20.0, batch_size=8, integrator="splitting",
+                               estimator=sgmc.svrg(period=16)),
+        "saga_ld": sgmc.sgld(1e-3, batch_size=8, estimator=sgmc.saga()),
+        "ewsg": sgmc.sghmc(1e-3, friction=20.0, batch_size=1, integrator="explicit",
+                           estimator=sgmc.ewsg(chain_length=2)),
+        "sgld_permutation": sgmc.sgld(1e-3, batch_size=8,
+                                      estimator=sgmc.uniform(sampling="permutation")),
+        "psgld": sgmc.psgld(1e-3, batch_size=8),
+        "vr_resgld": sgmc.replica_exchange(sgmc.sgld(1e-3, batch_size=8),
+                                           temperatures=[1.0, 3.0], correction=1.0,
+                                           energy=sgmc.cv_energy(period=8)),
+        "resgld_4": sgmc.replica_exchange(sgmc.sgld(1e-3, batch_size=8),
+                                          temperatures=[1.0, 2.0, 4.0, 8.0], correction=1.0),
+    }
+    out = {}
+    for name, sampler in samplers.items():
+        res = sgmc.sample(post, sampler, **kw)
+        out[name] = np.asarray(res.samples)
+        out[name + "/grad_evals"] = np.asarray(res.info["grad_evals"])
+        if "swaps" in res.info:
+            out[name + "/swaps"] = np.asarray(res.info["swaps"])
+    one = sgmc.sample(post, sgmc.sghmc(1e-3, friction=20.0, batch_size=8,
+                                       integrator="splitting"), **{**kw, "num_chains": 1})
+    out["sghmc_one_chain"] = np.asarray(one.samples)
+    obj = sgmc.Objective(lambda x: jnp.sum((x ** 2 - 1.0) ** 2) + 0.3 * jnp.sum(x))
+    opt = sgmc.minimize(obj, sgmc.gd_x_ld(step_size=0.05, temperature=1.0, threshold=0.0),
+                        init=jnp.full(2, 1.5), num_steps=40, num_replications=3, seed=1,
+                        record_every=4)
+    out["gdxld/trace"] = np.asarray(opt.trace)
+    out["gdxld/x"] = np.asarray(opt.x)
+    out["gdxld/exchanges"] = np.asarray(opt.exchanges)
+    return out
+
+
+def record(path: str = PATH) -> None:
+    np.savez(path, **_runs())
+
+
+if __name__ == "__main__":
+    jax.config.update("jax_platforms", "cpu")
+    record()
+    print(f"wrote {PATH}")
