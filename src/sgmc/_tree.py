@@ -7,27 +7,14 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from .rng import Rng
+
 PyTree = Any
 
 
 def normal_like(key: jax.Array, tree: PyTree) -> PyTree:
-    """Independent standard normal draws shaped like ``tree``.
-
-    All leaves come from ONE flat draw cut into pieces: XLA:CPU compiles each
-    ``random.normal`` separately (about a second apiece), so one draw per leaf made a
-    four-leaf network's step take 5 s to compile. A single leaf is drawn directly.
-    """
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    if len(leaves) == 1:
-        x = leaves[0]
-        return jax.tree_util.tree_unflatten(treedef, [jax.random.normal(key, x.shape, x.dtype)])
-    dtype = jnp.result_type(*leaves)
-    flat = jax.random.normal(key, (sum(x.size for x in leaves),), dtype)
-    draws, start = [], 0
-    for x in leaves:
-        draws.append(flat[start:start + x.size].reshape(x.shape).astype(x.dtype))
-        start += x.size
-    return jax.tree_util.tree_unflatten(treedef, draws)
+    """Independent standard normal draws shaped like ``tree`` (see :meth:`Rng.normal_like`)."""
+    return Rng(key).normal_like(tree)
 
 
 def all_finite(tree: PyTree) -> jax.Array:

@@ -9,6 +9,8 @@ exchange) stack and ``vmap``. The public factories :func:`sgld`, :func:`sghmc` a
 
 from __future__ import annotations
 
+import warnings
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import jax
@@ -18,6 +20,7 @@ from . import _validate as check
 from ._pytree import pytree_dataclass, static
 from .dynamics import INIT_MOMENTA, INTEGRATORS, PSGLD, Langevin, StepParams, Underdamped
 from .estimators import Batcher, Estimator, Uniform, uniform
+from .rng import Rng, as_rng
 from .schedules import Schedule, as_schedule
 
 __all__ = ["Sampler", "SamplerState", "psgld", "sghmc", "sgld"]
@@ -47,6 +50,18 @@ class Sampler:
     batch_size: int | None = static(None)
     name: str = static("sampler")
 
+    #: The kernel contract (:class:`sgmc.kernel.Kernel`): one chain, no replicas.
+    num_replicas = 1
+    replica_stacked = ()
+    info_spec = MappingProxyType({"grad_evals": "total"})
+
+    def draw(self, state: SamplerState) -> PyTree:
+        """A kept draw records the position."""
+        return state.position
+
+    def meta(self) -> dict:
+        return {}
+
     @property
     def batcher(self) -> Batcher:
         return Batcher(self.batch_size, self.estimator.sampling)
@@ -65,16 +80,16 @@ class Sampler:
         """Per-example gradient evaluations spent by ``init`` (a SAGA table, say)."""
         return self.estimator.init_evals(problem)
 
-    def transition(self, problem, dyn_state, batch, key, params: StepParams):
+    def transition(self, problem, dyn_state, batch, rng: Rng, params: StepParams):
         """One dynamics step on a given minibatch with given (h, τ) — the coupling's hook."""
-        return self.dynamics.step(problem, self.estimator, dyn_state, batch, key, params)
+        return self.dynamics.step(problem, self.estimator, dyn_state, batch, rng, params)
 
-    def step(self, problem, state: SamplerState, key: jax.Array, t: jax.Array):
+    def step(self, problem, state: SamplerState, rng: Rng | jax.Array, t: jax.Array):
         """Step t (0-based): draw a minibatch, move; return the new state and
         ``{"grad_evals": n}``. The driver passes t unbatched (shared by all chains)."""
-        k_batch, k_step = jax.random.split(key)
-        batch, batch_state = self.batcher.draw(state.batch, k_batch, problem.num_data)
-        dyn, n_evals = self.transition(problem, state.dyn, batch, k_step, self.params(t))
+        r_batch, r_step = as_rng(rng).split()
+        batch, batch_state = self.batcher.draw(state.batch, r_batch, problem.num_data)
+        dyn, n_evals = self.transition(problem, state.dyn, batch, r_step, self.params(t))
         return SamplerState(dyn, batch_state), {"grad_evals": n_evals}
 
     def check(self, problem, position: PyTree, num_chains: int = 1) -> None:
@@ -89,6 +104,11 @@ class Sampler:
             raise ValueError(f"{type(self.estimator).__name__} needs a minibatch: set "
                              "batch_size (batch_size=None means exact full-data gradients)")
         self.estimator.check(problem, position, num_chains)
+        if problem.stream is not None and self.estimator.sampling == "replacement":
+            warnings.warn("streamed data with minibatches drawn with replacement: a buffer's "
+                          "rows are then reused unevenly and the draws come out "
+                          "overdispersed; use sampling='permutation' in the estimator (see "
+                          "sgmc.streaming)", UserWarning, stacklevel=3)
 
 
 def _common(step_size, batch_size, temperature, estimator):

@@ -85,6 +85,7 @@ before the comparison. No σ̂² is measured under this rule.
 from __future__ import annotations
 
 import itertools
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import jax
@@ -94,6 +95,7 @@ import numpy as np
 from .. import _validate as check
 from .._pytree import pytree_dataclass, replace, static
 from ..dynamics import StepParams
+from ..rng import Rng, as_rng
 from ..sampler import Sampler
 from ..schedules import Constant, Schedule, as_schedule
 from .energy import CVEnergy, MinibatchEnergy, minibatch_energy
@@ -149,10 +151,18 @@ class ReplicaExchange:
     #: ReplicaState fields stacked over replicas (a device mesh may split them).
     replica_stacked = ("dyn", "energy")
 
+    #: The info of a step (the kernel contract, :class:`sgmc.kernel.Kernel`): counts are
+    #: summed over a draw's steps, states (σ̂², the labels) kept at the draw.
+    info_spec = MappingProxyType({"grad_evals": "total", "swaps": "sum",
+                                  "swap_attempts": "sum", "energy_variance": "last",
+                                  "replica_labels": "last"})
+
     @property
-    def last_value_stats(self) -> tuple[str, ...]:
-        """Info entries that are states (kept at the draw), not counts (summed)."""
-        return ("energy_variance", "replica_labels")
+    def batch_size(self) -> int | None:
+        return self.sampler.batch_size
+
+    def meta(self) -> dict:
+        return {"output": self.output}
 
     def draw(self, state: ReplicaState):
         """What a draw records: the coldest replica's position, or all replicas'."""
@@ -305,29 +315,30 @@ class ReplicaExchange:
                                labels=state.labels[perm])
         return state, accept, active, evals + n_var
 
-    def _move(self, problem, state: ReplicaState, k_batch, k_dyn, params):
-        """One dynamics step of every replica (``vmap`` over state, key, step size and
+    def _move(self, problem, state: ReplicaState, r_batch: Rng, r_dyn: Rng, params):
+        """One dynamics step of every replica (``vmap`` over state, randomness, step size and
         temperature; t unbatched) on one shared minibatch."""
-        batch, batch_state = self.sampler.batcher.draw(state.batch, k_batch, problem.num_data)
-        step_one = jax.vmap(self.sampler.transition,
-                            in_axes=(None, 0, None, 0, StepParams(0, 0, None)))
-        dyn, n_dyn = step_one(problem, state.dyn, batch,
-                              jax.random.split(k_dyn, self.num_replicas), params)
+        batch, batch_state = self.sampler.batcher.draw(state.batch, r_batch, problem.num_data)
+        dyn, n_dyn = r_dyn.map_split(
+            self.num_replicas,
+            lambda r, dyn, p: self.sampler.transition(problem, dyn, batch, r, p),
+            state.dyn, params, in_axes=(0, StepParams(0, 0, None)))
         return state._replace(dyn=dyn, batch=batch_state), n_dyn
 
-    def step(self, problem, state: ReplicaState, key, t):
+    def step(self, problem, state: ReplicaState, rng: Rng | jax.Array, t):
         """Step t: the replicate σ̂² / c measurement (every v steps), anchor refresh (every m
         steps), one dynamics step of every replica on one shared minibatch, then (every
         ``swap_every`` steps, outside a cool-down) the swap test."""
         k = self.num_replicas
-        k_var, k_batch, k_dyn, k_swap = jax.random.split(key, 4)
+        r_var, r_batch, r_dyn, r_swap = as_rng(rng).split(4)
         params = self.params(t)
         zero = jnp.int32(0)
         if self.rule is not None:
-            return self._greedy_step(problem, state, k_batch, k_dyn, k_swap, params)
+            return self._greedy_step(problem, state, r_batch, r_dyn, r_swap, params)
 
         n_var = n_ref = zero
         if self._replicates:
+            k_var = r_var.key()  # drawn inside the branch
             small = (state.dyn.position, state.energy, state.variance, state.measured)
 
             def measure(parts):
@@ -351,7 +362,8 @@ class ReplicaExchange:
                                          lambda e: (e, zero), state.energy)
             state = state._replace(energy=energy)
 
-        state, n_dyn = self._move(problem, state, k_batch, k_dyn, params)
+        state, n_dyn = self._move(problem, state, r_batch, r_dyn, params)
+        k_swap = r_swap.key()  # drawn inside the branch
 
         attempt = (t + 1) // self.swap_every - 1
         swap_parts = (state.dyn.position, state.energy, state.labels, state.variance)
@@ -389,11 +401,11 @@ class ReplicaExchange:
         return state, info
 
 
-    def _greedy_step(self, problem, state: ReplicaState, k_batch, k_dyn, k_swap, params):
+    def _greedy_step(self, problem, state: ReplicaState, r_batch, r_dyn, r_swap, params):
         """The same vmap-ed dynamics step, then the greedy exchange of :class:`GreedyRule`."""
-        state, n_dyn = self._move(problem, state, k_batch, k_dyn, params)
+        state, n_dyn = self._move(problem, state, r_batch, r_dyn, params)
         pos = self.rule.project(state.dyn.position)
-        perm, acc, n_ex = self.rule.exchange(problem, pos, k_swap)
+        perm, acc, n_ex = self.rule.exchange(problem, pos, r_swap)
         take = lambda x: x[perm]
         dyn = state.dyn._replace(position=jax.tree.map(take, pos))
         state = state._replace(dyn=dyn, energy=jax.tree.map(take, state.energy),
@@ -445,18 +457,18 @@ class GreedyRule:
         lo, hi = self.box
         return jax.tree.map(lambda x: self.to_box(x, lo, hi, self.boundary), position)
 
-    def values(self, problem, position, key):
+    def values(self, problem, position, rng: Rng):
         """F̂ per replica (exact, or a minibatch mean on one fresh batch) and the evals."""
         if self.batch_size is None:
             fn = problem.full_energy if problem.has_data else problem.exact_energy
             return jax.vmap(fn)(position), 2 * max(problem.total_data, 1)
-        idx = jax.random.randint(key, (self.batch_size,), 0, problem.num_data, dtype=jnp.int32)
+        idx = as_rng(rng).randint((self.batch_size,), 0, problem.num_data, dtype=jnp.int32)
         u = jax.vmap(lambda th: problem.estimate_energy(th, idx))(position)
         return u, 2 * self.batch_size
 
-    def exchange(self, problem, position, key):
+    def exchange(self, problem, position, rng: Rng):
         """(perm over the two slots, exchanged?, evals): X is slot 0, Y slot 1."""
-        u, evals = self.values(problem, position, key)
+        u, evals = self.values(problem, position, rng)
         accept = u[1] < u[0] - self.threshold
         if self.bound is not None:
             norms = jax.vmap(lambda th: jnp.sqrt(sum(

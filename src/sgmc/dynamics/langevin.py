@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 
 from .._pytree import pytree_dataclass
-from .._tree import normal_like
 from ..estimators.base import Context
+from ..rng import as_rng
 
 __all__ = ["Langevin", "LangevinState"]
 
@@ -31,14 +31,14 @@ class Langevin:
     def init(self, problem, estimator, position, key, params):
         return LangevinState(position, estimator.init(problem, position, key))
 
-    def step(self, problem, estimator, state, batch, key, params):
-        k_est, k_noise = jax.random.split(key)
+    def step(self, problem, estimator, state, batch, rng, params):
+        r_est, r_noise = as_rng(rng).split()
         h, tau = params.step_size, params.temperature
         ctx = Context(t=params.t, step_size=h, temperature=tau)
         grad, est, n_evals = estimator.estimate(problem, state.est, state.position, batch,
-                                                k_est, ctx)
+                                                r_est, ctx)
         scale = jnp.sqrt(2.0 * h * tau)
-        noise = normal_like(k_noise, state.position)
+        noise = r_noise.normal_like(state.position)
         position = jax.tree.map(lambda x, g, z: x - h * g + scale * z,
                                 state.position, grad, noise)
         return LangevinState(position, est), n_evals

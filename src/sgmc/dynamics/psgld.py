@@ -18,8 +18,9 @@ import jax
 import jax.numpy as jnp
 
 from .._pytree import pytree_dataclass
-from .._tree import normal_like, zeros_like
+from .._tree import zeros_like
 from ..estimators.base import Context
+from ..rng import as_rng
 
 __all__ = ["PSGLD", "PSGLDState"]
 
@@ -40,16 +41,16 @@ class PSGLD:
     def init(self, problem, estimator, position, key, params):
         return PSGLDState(position, zeros_like(position), estimator.init(problem, position, key))
 
-    def step(self, problem, estimator, state, batch, key, params):
-        k_est, k_noise = jax.random.split(key)
+    def step(self, problem, estimator, state, batch, rng, params):
+        r_est, r_noise = as_rng(rng).split()
         h, tau = params.step_size, params.temperature
         ctx = Context(t=params.t, step_size=h, temperature=tau)
-        grad, est, n = estimator.estimate(problem, state.est, state.position, batch, k_est, ctx)
+        grad, est, n = estimator.estimate(problem, state.est, state.position, batch, r_est, ctx)
         per_datum = 1.0 / max(problem.total_data, 1)
         v = jax.tree.map(lambda v, g: self.alpha * v + (1.0 - self.alpha) * (g * per_datum) ** 2,
                          state.square_avg, grad)
         precond = jax.tree.map(lambda v: 1.0 / (self.eps + jnp.sqrt(v)), v)
-        noise = normal_like(k_noise, state.position)
+        noise = r_noise.normal_like(state.position)
         position = jax.tree.map(
             lambda x, g, G, z: x - h * G * g + jnp.sqrt(2.0 * h * tau * G) * z,
             state.position, grad, precond, noise)

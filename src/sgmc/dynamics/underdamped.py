@@ -39,6 +39,7 @@ import jax.numpy as jnp
 from .._pytree import pytree_dataclass, static
 from .._tree import normal_like
 from ..estimators.base import Context
+from ..rng import as_rng
 
 __all__ = ["INIT_MOMENTA", "INTEGRATORS", "Underdamped", "UnderdampedState"]
 
@@ -68,18 +69,18 @@ class Underdamped:
         momentum = jax.tree.map(lambda z: scale * z, noise)
         return UnderdampedState(position, momentum, estimator.init(problem, position, k_est))
 
-    def step(self, problem, estimator, state, batch, key, params):
-        k_est, k_noise = jax.random.split(key)
+    def step(self, problem, estimator, state, batch, rng, params):
+        r_est, r_noise = as_rng(rng).split()
         h, tau, fr = params.step_size, params.temperature, self.friction
         noise_scale = jnp.sqrt(2.0 * fr * h * tau)
-        noise = normal_like(k_noise, state.position)
+        noise = r_noise.normal_like(state.position)
         tmap = jax.tree.map
         if self.integrator in ("euler", "explicit"):
             ctx = Context(t=params.t, step_size=h, temperature=tau, friction=fr,
                           momentum=state.momentum,
                           kick_offset=tmap(lambda p: h * fr * p, state.momentum))
             grad, est, n = estimator.estimate(problem, state.est, state.position, batch,
-                                              k_est, ctx)
+                                              r_est, ctx)
             p = tmap(lambda p, g, z: (1.0 - fr * h) * p - h * g + noise_scale * z,
                      state.momentum, grad, noise)
             # Semi-implicit Euler moves with the new momentum, explicit Euler with the old.
@@ -91,7 +92,7 @@ class Underdamped:
         p1 = tmap(lambda p: decay * p, state.momentum)
         ctx = Context(t=params.t, step_size=h, temperature=tau, friction=fr, momentum=p1,
                       kick_offset=tmap(lambda p: (1.0 / decay - decay) * p, state.momentum))
-        grad, est, n = estimator.estimate(problem, state.est, half, batch, k_est, ctx)
+        grad, est, n = estimator.estimate(problem, state.est, half, batch, r_est, ctx)
         p = tmap(lambda p, g, z: decay * (p - h * g + noise_scale * z), p1, grad, noise)
         theta = tmap(lambda x, p: x + 0.5 * h * p, half, p)
         return UnderdampedState(theta, p, est), n

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._pytree import pytree_dataclass, static
+from ..rng import as_rng
 
 __all__ = ["Batcher", "PermutationState"]
 
@@ -80,12 +81,14 @@ class Batcher:
         return PermutationState(jax.random.bits(key, (2,), jnp.uint32),
                                 jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
 
-    def draw(self, state, key: jax.Array, num_data: int):
+    def draw(self, state, rng, num_data: int):
+        """(indices, state): this step's minibatch, from ``rng`` (an :class:`sgmc.rng.Rng`)
+        or, by epoch permutation, from the state."""
         if self.batch_size is None:
             return None, state
         b = self.batch_size
         if self.sampling == "replacement":
-            return jax.random.randint(key, (b,), 0, num_data, dtype=jnp.int32), state
+            return as_rng(rng).randint((b,), 0, num_data, dtype=jnp.int32), state
         new_epoch = state.cursor + b > num_data
         epoch = state.epoch + new_epoch.astype(jnp.int32)
         cursor = jnp.where(new_epoch, 0, state.cursor)

@@ -61,6 +61,7 @@ import jax.numpy as jnp
 
 from .. import _validate as check
 from .._pytree import pytree_dataclass, replace, static
+from ..rng import as_rng
 from .base import SAMPLING_SCHEMES, Estimator
 from .svrg import svrg
 
@@ -128,7 +129,7 @@ class EWSG(Estimator):
         x = prior if base is None else jax.tree.map(jnp.add, prior, base)
         return x, h * problem.data_weight / scale
 
-    def estimate(self, problem, state, point, batch, key, ctx):
+    def estimate(self, problem, state, point, batch, rng, ctx):
         if batch is None:
             raise ValueError("EWSG needs a minibatch (batch_size)")
         n_data, b = problem.num_data, batch.shape[0]
@@ -166,6 +167,7 @@ class EWSG(Estimator):
             return 0.5 * _sq_norm(jax.tree.map(lambda xi, gi: xi + n_data * c * gi, x, g))
 
         start = state.idx if self.persistent else batch
+        key = as_rng(rng).key()  # the index chain's draws are made inside its loop
         g_cur = grads(start)
 
         def mh(m, carry):

@@ -102,6 +102,9 @@ class SAGA(Estimator):
                              "regression do)")
         if not problem.has_data:
             raise ValueError("SAGA needs a problem with data")
+        if problem.stream is not None:
+            raise ValueError("SAGA cannot run on streamed data (sgmc.Stream): its table is "
+                             "indexed by buffer rows, which change every block; use svrg(...)")
         datum = jax.tree.map(lambda a: a[:1], problem.data)
         entry = jax.eval_shape(self._entries, problem, position, datum)
         per_datum = sum(int(np.prod(e.shape[1:])) * e.dtype.itemsize
@@ -124,7 +127,7 @@ class SAGA(Estimator):
     def init_evals(self, problem) -> int:
         return problem.num_data
 
-    def estimate(self, problem, state, point, batch, key, ctx):
+    def estimate(self, problem, state, point, batch, rng, ctx):
         if batch is None:
             raise ValueError("variance-reduced estimators need a minibatch (batch_size)")
 

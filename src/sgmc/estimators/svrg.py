@@ -53,7 +53,7 @@ class SVRG(Estimator):
             return t == 0
         return t % self.period == 0
 
-    def estimate(self, problem, state, point, batch, key, ctx):
+    def estimate(self, problem, state, point, batch, rng, ctx):
         if batch is None:
             raise ValueError("variance-reduced estimators need a minibatch (batch_size)")
 

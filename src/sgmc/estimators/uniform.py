@@ -27,7 +27,7 @@ class Uniform(Estimator):
     def init(self, problem, position, key):
         return ()
 
-    def estimate(self, problem, state, point, batch, key, ctx):
+    def estimate(self, problem, state, point, batch, rng, ctx):
         if batch is None:
             return problem.full_grad(point), state, jnp.asarray(problem.total_data, jnp.int32)
         return (problem.estimate_grad(point, batch), state,

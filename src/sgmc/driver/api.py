@@ -1,0 +1,261 @@
+"""``sgmc.sample`` and ``sgmc.resume``: validate every argument, start or restore a run, and
+hand it to the host loop (:mod:`sgmc.driver.run`), which runs compiled blocks of the kernel
+(:mod:`sgmc.driver.loop`) as planned (:mod:`sgmc.driver.plan`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh
+
+from .. import _validate as check
+from .. import checkpoint as ckpt
+from .._mesh import check_mesh
+from .._store import DiskSink, MemorySink
+from .._tree import all_finite, as_float_tree
+from ..kernel import Kernel
+from ..problem import Problem
+from ..result import Result
+from .checkpoint import Settings, fill, position_spec, position_template
+from .loop import Counters, init_chains
+from .plan import BLOCK_BYTES, default_draws_per_block
+from .run import PRNG_IMPLS, Run, chain_keys, execute
+
+__all__ = ["resume", "sample"]
+
+PyTree = Any
+
+
+def _chain_positions(problem: Problem, init: PyTree, num_chains: int) -> PyTree:
+    """One position per chain: ``init`` broadcast, or ``init`` already stacked per chain."""
+    if isinstance(init, (list, tuple)) and init and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in init):
+        init = np.asarray(init, dtype=np.float32)  # a plain list of numbers is one vector
+    if init is None or not jax.tree.leaves(init):
+        raise ValueError("init must be an array or a pytree of arrays, got an empty value")
+    try:
+        init = as_float_tree(init)
+    except TypeError as err:
+        raise TypeError(f"init must contain numeric arrays: {err}") from err
+    if not bool(all_finite(init)):
+        raise ValueError("init contains non-finite values (NaN or inf)")
+    try:
+        problem.check_params(init)
+        return jax.tree.map(lambda x: jnp.broadcast_to(x, (num_chains, *x.shape)), init)
+    except ValueError as single_err:
+        leaves = jax.tree.leaves(init)
+        if all(x.ndim >= 1 and x.shape[0] == num_chains for x in leaves):
+            try:
+                problem.check_params(jax.tree.map(lambda x: x[0], init))
+            except ValueError:
+                raise single_err from None
+            return init
+        raise
+
+
+def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_chains: int = 1,
+           burn_in: int = 0, thin: int = 1, seed: int = 0, progress: bool | None = None,
+           draws_per_block: int | None = None, prng: str = "threefry",
+           checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
+           stream_to: str | os.PathLike | None = None, mesh: Mesh | None = None) -> Result:
+    """Run ``num_chains`` chains of ``sampler`` on ``problem`` for ``num_steps`` steps each.
+
+    The first ``burn_in`` steps are discarded; after them a draw is kept every ``thin``
+    steps, so each chain yields ``(num_steps − burn_in) // thin`` draws (any steps left over
+    are still taken, so the final state is the state after ``num_steps`` steps).
+
+    Args:
+        problem: an :class:`sgmc.Posterior` or :class:`sgmc.Objective`.
+        sampler: e.g. ``sgmc.sgld(...)``, ``sgmc.sghmc(...)``.
+        init: the starting point — one position (used by every chain), or one per chain
+            stacked on a leading axis of size ``num_chains``.
+        num_steps: total steps per chain, ≥ 1.
+        num_chains: independent chains, run as one vectorised computation.
+        burn_in: steps discarded first, in [0, num_steps − 1].
+        thin: keep every ``thin``-th draw, in [1, num_steps − burn_in].
+        seed: integer in [0, 2³² − 1]; the same seed gives bitwise identical draws.
+        progress: show a progress bar (needs tqdm, in the ``diagnostics`` extra); default:
+            only on an interactive terminal outside CI, when tqdm is installed.
+        draws_per_block: draws computed per compiled block, burn-in included (burn-in
+            runs as draws at this ``thin`` that are dropped). Default: about 1/20 of the
+            run, capped so that a block's draws take at most 64 MiB, its steps at most
+            ``checkpoint_every`` and, with streamed data, about buffer_rows / batch_size
+            (see :class:`sgmc.Stream`), and chosen to divide the run's draws when it can, so that
+            the run needs one compiled program. The draws do not depend on it.
+        prng: ``"threefry"`` (default; the same draws on every backend and sharding) or
+            ``"rbg"`` (XLA's RngBitGenerator: may be faster on accelerators, is slower on
+            the CPU, where threefry draws many steps' randomness at once; its draws may
+            differ across backends).
+        checkpoint: a file path. The complete state of the run (every chain's sampler
+            state, the draws kept so far, the position in the run) is written there
+            atomically between blocks, and once more at the end; :func:`sgmc.resume`
+            continues from it with draws bitwise identical to an uninterrupted run's. The
+            checkpoint it replaces is kept as ``PATH.prev``. Positions must be arrays or
+            dicts / lists / tuples of arrays.
+        checkpoint_every: write a checkpoint after the first block that ends at least this
+            many steps after the previous one (≥ 1; needs ``checkpoint``). Default: after
+            every block (about 1/20 of the run).
+        stream_to: a new or empty folder. Kept draws are written there block by block into
+            memory-mapped ``.npy`` files instead of being held in memory, so memory does not
+            grow with the run; the Result's draws are read-only memory maps of those files,
+            and ``sgmc.Result.load(folder)`` opens them later (also after a crash: it then
+            holds the draws written so far).
+        mesh: a :class:`jax.sharding.Mesh` with an axis named ``"chains"`` (its size must
+            divide ``num_chains``) and optionally ones named ``"replicas"`` (for replica
+            exchange; its size must divide the number of replicas) and ``"data"`` (its size
+            must divide N). Chains, and replicas, are then split over the devices, the
+            data replicated or their rows split over ``"data"``; the draws are those of
+            the same run on one device (bitwise whenever every device holds at least two
+            chains; with one chain per device XLA may reassociate a few float32 sums).
+            See :mod:`sgmc._mesh` for several hosts.
+
+    Returns:
+        :class:`sgmc.Result` with ``samples`` (leaves shaped (num_chains, num_draws, ...)),
+        ``info["grad_evals"]`` (cumulative per-example gradient evaluations at each draw)
+        and run metadata.
+
+    Raises:
+        ValueError, TypeError: for bad arguments, before anything is compiled.
+        sgmc.DivergenceError: if a chain's state becomes non-finite; it carries the draws
+            kept before that step.
+        sgmc.Interrupted: on Ctrl-C (a KeyboardInterrupt); it carries every draw kept so
+            far and, with ``checkpoint``, the run continues with :func:`sgmc.resume`.
+    """
+    if not isinstance(problem, Problem):
+        raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
+                        f"{type(problem).__name__}")
+    if not isinstance(sampler, Kernel):
+        raise TypeError("sampler must be an sgmc sampler such as sgmc.sgld(...), got "
+                        f"{type(sampler).__name__}")
+    num_steps = check.integer("num_steps", num_steps, lo=1)
+    num_chains = check.integer("num_chains", num_chains, lo=1)
+    burn_in = check.integer("burn_in", burn_in, lo=0, hi=num_steps - 1)
+    thin = check.integer("thin", thin, lo=1, hi=num_steps - burn_in)
+    seed = check.integer("seed", seed, lo=0, hi=2**32 - 1)
+    check.choice("prng", prng, tuple(PRNG_IMPLS))
+    if draws_per_block is not None:
+        draws_per_block = check.integer("draws_per_block", draws_per_block, lo=1)
+    checkpoint, checkpoint_every, stream_to = _check_storage(checkpoint, checkpoint_every,
+                                                             stream_to)
+    positions = _chain_positions(problem, init, num_chains)
+    sampler.check(problem, jax.tree.map(lambda x: x[0], positions), num_chains)
+    if mesh is not None:
+        check_mesh(mesh, num_chains, sampler, problem)
+    spec = position_spec(positions) if checkpoint else None
+
+    num_draws = (num_steps - burn_in) // thin
+    total_draws = burn_in // thin + num_draws  # burn-in runs as draws that are dropped
+    if draws_per_block is None:
+        bytes_per_draw = num_chains * sum(x[0].size * x.dtype.itemsize
+                                          for x in jax.tree.leaves(positions))
+        cap = max(1, BLOCK_BYTES // max(bytes_per_draw, 1))
+        if checkpoint_every is not None:
+            cap = min(cap, max(1, checkpoint_every // thin))
+        if problem.stream is not None:
+            # A block's minibatches come from one buffer of B rows: keep a block to about
+            # B / batch_size steps so that its minibatches barely reuse rows (sgmc.streaming).
+            b = sampler.batch_size
+            cap = min(cap, max(1, problem.num_data // (b or problem.num_data) // thin))
+        draws_per_block = default_draws_per_block(total_draws, cap)
+    settings = Settings(num_steps, burn_in, thin, seed, num_chains, prng,
+                        min(draws_per_block, total_draws), checkpoint, checkpoint_every,
+                        stream_to)
+
+    t_start = time.perf_counter()
+    init_keys, _ = chain_keys(settings)
+    states = init_chains(problem, sampler, positions, init_keys)
+    init_evals = int(sampler.init_evals(problem))
+    counters = Counters(jnp.full(num_chains, init_evals >> 32, jnp.uint32),
+                         jnp.full(num_chains, init_evals & 0xFFFFFFFF, jnp.uint32),
+                         jnp.full(num_chains, -1, jnp.int32))
+    sink = DiskSink(stream_to, num_draws) if stream_to else MemorySink()
+    run = Run(problem, sampler, settings, sink, (states, counters, 0, 0), spec,
+               mesh, compile_time=time.perf_counter() - t_start)
+    return execute(run, progress)
+
+
+def resume(path: str | os.PathLike, problem: Problem, sampler: Any,
+           progress: bool | None = None, mesh: Mesh | None = None) -> Result:
+    """Continue the run saved in checkpoint ``path`` to its end and return its complete Result.
+
+    The draws (and every per-draw statistic) are bitwise those of the same run made without
+    interruption. A checkpoint stores the state but not the code, so ``problem`` and
+    ``sampler`` are passed again; they must be the ones the run was started with (same
+    model, data, sampler kind and hyper-parameters — checked by fingerprint). Checkpoints
+    keep being written to ``path`` as the run goes on; if the run streamed its draws
+    (``stream_to``), the folder must still be there. A finished run's checkpoint returns its
+    Result at once. ``mesh`` places the rest of the run on devices as in :func:`sample`
+    (it need not be the mesh the run started on).
+
+    Raises:
+        sgmc.CheckpointError: ``path`` is not a checkpoint, is truncated or corrupted (the
+            previous checkpoint ``PATH.prev`` is named if it is intact), or was written for
+            a different problem or sampler.
+    """
+    if not isinstance(problem, Problem):
+        raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
+                        f"{type(problem).__name__}")
+    path = os.fspath(path)
+    header, arrays = ckpt.read(path)
+    found = ckpt.fingerprint(problem, sampler)
+    for what in ("problem", "sampler"):
+        if header["fingerprint"][what] != found[what]:
+            raise ckpt.CheckpointError(
+                f"{path} was written by a run of a different {what} (its model, data or "
+                "settings differ); resume with the problem and sampler the run started with")
+    settings = Settings(**dict(header["settings"], checkpoint=path))
+    if mesh is not None:
+        check_mesh(mesh, settings.num_chains, sampler, problem)
+    positions = position_template(header["positions"])
+    init_keys, _ = chain_keys(settings)
+    template = jax.eval_shape(init_chains, problem, sampler, positions, init_keys)
+    n = settings.num_chains
+    template = (template, Counters(*(jax.ShapeDtypeStruct((n,), t)
+                                      for t in (jnp.uint32, jnp.uint32, jnp.int32))))
+    states, counters = fill(template, [arrays[f"state/{i}"] for i in
+                                        range(header["num_state_leaves"])], path)
+    draw_treedef = jax.tree.structure(jax.eval_shape(jax.vmap(sampler.draw), states))
+    count = header["kept"]
+    if settings.stream_to:
+        sink = DiskSink(settings.stream_to, settings.num_draws, count, draw_treedef)
+    elif count:
+        samples = jax.tree.unflatten(draw_treedef, [arrays[f"kept/samples/{i}"]
+                                                    for i in range(draw_treedef.num_leaves)])
+        info = {k[len("kept/info/"):]: v for k, v in arrays.items()
+                if k.startswith("kept/info/")}
+        sink = MemorySink([(samples, info, arrays["kept/step"])])
+    else:
+        sink = MemorySink()
+    cursor = (states, counters, int(header["t0"]), int(header["next_block"]))
+    run = Run(problem, sampler, settings, sink, cursor, header["positions"], mesh,
+               compile_time=float(header["compile_time"]),
+               sampling_time=float(header["sampling_time"]))
+    return execute(run, progress)
+
+
+def _check_storage(checkpoint, checkpoint_every, stream_to):
+    """Validate the checkpoint and streaming arguments (paths as strings)."""
+    if checkpoint is not None:
+        checkpoint = os.fspath(checkpoint)
+        folder = os.path.dirname(os.path.abspath(checkpoint))
+        if not os.path.isdir(folder):
+            raise ValueError(f"checkpoint={checkpoint!r}: the folder {folder} does not exist")
+        if os.path.isdir(checkpoint):
+            raise ValueError(f"checkpoint={checkpoint!r} is a folder; give a file path")
+    if checkpoint_every is not None:
+        if checkpoint is None:
+            raise ValueError("checkpoint_every needs checkpoint=PATH")
+        checkpoint_every = check.integer("checkpoint_every", checkpoint_every, lo=1)
+    if stream_to is not None:
+        stream_to = os.path.abspath(os.fspath(stream_to))
+        if os.path.exists(stream_to) and (not os.path.isdir(stream_to) or os.listdir(stream_to)):
+            raise ValueError(f"stream_to={stream_to!r} must be a new or empty folder")
+    return checkpoint, checkpoint_every, stream_to
+
+

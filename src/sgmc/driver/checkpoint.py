@@ -1,0 +1,72 @@
+"""A run's state to and from checkpoint arrays (the file format is :mod:`sgmc.checkpoint`).
+
+What a checkpoint holds of a run: the settings, every chain's kernel state and counters as
+a flat list of leaves (restored into the structure ``kernel.init`` gives, so no code is
+stored), the kept draws unless they stream to disk, and the chain-stacked positions' tree
+structure (JSON, for rebuilding that structure without the user's init).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._store import tree_from_spec, tree_spec
+from ..errors import CheckpointError
+
+__all__ = ["Settings", "fill", "position_spec", "position_template"]
+
+PyTree = Any
+
+
+class Settings(NamedTuple):
+    """A run's settings, as validated by :func:`sgmc.sample` (stored in checkpoints)."""
+
+    num_steps: int
+    burn_in: int
+    thin: int
+    seed: int
+    num_chains: int
+    prng: str
+    draws_per_block: int
+    checkpoint: str | None
+    checkpoint_every: int | None
+    stream_to: str | None
+
+    @property
+    def num_draws(self) -> int:
+        return (self.num_steps - self.burn_in) // self.thin
+
+
+def position_spec(positions: PyTree) -> dict:
+    """The chain-stacked positions' structure, shapes and dtypes (JSON), for checkpoints."""
+    spec, order = tree_spec(positions)
+    leaves = jax.tree.leaves(positions)
+    out = {"spec": spec, "order": order, "shapes": [list(x.shape) for x in leaves],
+           "dtypes": [str(x.dtype) for x in leaves]}
+    if jax.tree.structure(position_template(out)) != jax.tree.structure(positions):
+        raise TypeError("checkpoint= needs positions made of arrays and dicts, lists or "
+                        "tuples of arrays (namedtuples and custom pytree nodes cannot be "
+                        "restored without running code)")
+    return out
+
+
+def position_template(spec: dict) -> PyTree:
+    """Shapes and dtypes of the positions described by :func:`position_spec`."""
+    leaves = [jax.ShapeDtypeStruct(tuple(s), jnp.dtype(d))
+              for s, d in zip(spec["shapes"], spec["dtypes"], strict=True)]
+    return tree_from_spec(spec["spec"], spec["order"], leaves)
+
+
+def fill(template: PyTree, leaves: list[np.ndarray], path: str) -> PyTree:
+    """``template``'s structure with the stored leaves, which must match its shapes."""
+    want = jax.tree.leaves(template)
+    if len(want) != len(leaves) or any(
+            tuple(w.shape) != x.shape or jnp.dtype(w.dtype) != x.dtype
+            for w, x in zip(want, leaves, strict=False)):
+        raise CheckpointError(f"{path}: the stored sampler state does not fit this problem "
+                              "and sampler (different shapes)")
+    return jax.tree.unflatten(jax.tree.structure(template), [jnp.asarray(x) for x in leaves])

@@ -1,0 +1,242 @@
+"""The host loop: runs a planned run block by block, and hands each block to its sinks.
+
+Between blocks — never per step — the host stores the block's kept draws (in memory, or
+streamed to ``.npy`` files: :mod:`sgmc._store`), updates the progress bar, checks for
+divergence and writes checkpoints. Streamed data are read by a thread one block ahead. A
+Ctrl-C or a divergence raises an error that carries every draw kept so far.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+import jax
+import numpy as np
+
+from .. import checkpoint as ckpt
+from .._mesh import put, shardings, split_data, to_host
+from .._store import MemorySink
+from ..errors import DivergenceError, Interrupted
+from ..result import Result
+from .checkpoint import Settings
+from .loop import run_block, run_steps
+from .plan import block_plan
+
+__all__ = ["PRNG_IMPLS", "Run", "chain_keys", "execute"]
+
+PyTree = Any
+
+#: Pseudo-random generators: threefry (JAX's default: reproducible on every backend and
+#: under any sharding) or rbg (XLA's RngBitGenerator for the bits; its bits may differ
+#: across backends, and JAX draws a vmapped batch of rbg keys from the batch's first key,
+#: so a step's randomness is not drawn ahead with other steps' — the draws would depend on
+#: the block size — which makes rbg slower than threefry here).
+PRNG_IMPLS = {"threefry": "threefry2x32", "rbg": "rbg"}
+
+
+def chain_keys(settings: Settings) -> tuple[jax.Array, jax.Array]:
+    """(init keys, run keys), one per chain: chain c uses ``split(key(seed), chains)[c]``,
+    itself split into an initialisation key and a run key; step t uses
+    ``fold_in(run_key, t)``, so the draws do not depend on how the run is cut into blocks."""
+    impl = PRNG_IMPLS[settings.prng]
+    keys = jax.random.split(jax.random.key(settings.seed, impl=impl), settings.num_chains)
+    pairs = jax.vmap(jax.random.split)(keys)
+    return pairs[:, 0], pairs[:, 1]
+
+
+class Run:
+    """A run in progress: its fixed parts, where its draws go, and where it stands.
+
+    ``cursor`` = (states, counters, steps done, next block) is replaced in one assignment
+    after each block, so a Ctrl-C never sees half an update; the sink may then hold one
+    block more than the cursor accounts for, which :meth:`kept_before` lets us drop.
+    """
+
+    def __init__(self, problem, sampler, settings, sink, cursor, position_spec, mesh=None,
+                 compile_time=0.0, sampling_time=0.0):
+        self.problem, self.sampler, self.settings = problem, sampler, settings
+        self.sink, self.cursor, self.position_spec = sink, cursor, position_spec
+        self.compile_time, self.sampling_time = compile_time, sampling_time
+        s = settings
+        trailing = (s.num_steps - s.burn_in) % s.thin
+        self.plan = block_plan(s.burn_in, s.num_draws, s.thin, trailing, s.draws_per_block)
+        self.run_keys = chain_keys(s)[1]
+        self.placement, self.put_data = None, jax.device_put
+        self.given = (problem, sampler)  # as passed: what a checkpoint's fingerprint is of
+        if mesh is not None:
+            on_states, on_chains = shardings(mesh, sampler, cursor[0])
+            self.placement = (on_states, on_chains)
+            problem, on_problem = split_data(mesh, problem)
+            self.problem = put(problem, on_problem)
+            self.put_data = partial(put, sharding=on_problem)
+            self.run_keys = put(self.run_keys, on_chains)
+            self.cursor = (*self.place(*cursor[:2]), *cursor[2:])
+
+    def place(self, states, counters):
+        """States and counters where the mesh wants them. The partitioner may return a
+        block's states sharded differently from how they went in (it splits what it can);
+        the compiled block program needs them exactly as it was compiled for."""
+        if self.placement is None:
+            return states, counters
+        return put((states, counters), (self.placement[0], self.placement[1]))
+
+    def kept_before(self, block: int) -> int:
+        """Draws per chain kept by the blocks before ``block``."""
+        return sum(max(0, b.draws - b.drop) for b in self.plan[:block])
+
+    def result(self, max_step: int | None = None) -> Result:
+        states, counters = self.cursor[:2]
+        parts = self.sink.arrays()
+        if parts is None:  # no draw kept yet: empty arrays of the right trailing shapes
+            n = counters.bad_step.shape[0]
+            samples = jax.tree.map(lambda x: np.zeros((x.shape[0], 0, *x.shape[1:]), x.dtype),
+                                   jax.vmap(self.sampler.draw)(states))
+            info, steps = {"grad_evals": np.zeros((n, 0), np.int64)}, np.zeros(0, np.int64)
+        else:
+            samples, info, steps = parts
+        if max_step is not None:  # steps increase: a slice, no copy of memory-mapped draws
+            keep = slice(int(np.searchsorted(steps, max_step, side="right")))
+            samples = jax.tree.map(lambda x: x[:, keep], samples)
+            info, steps = {k: v[:, keep] for k, v in info.items()}, steps[keep]
+        total = ((to_host(counters.evals_hi).astype(np.int64) << 32)
+                 + to_host(counters.evals_lo).astype(np.int64))
+        s = self.settings
+        meta = {k: getattr(s, k) for k in ("num_steps", "burn_in", "thin", "seed",
+                                           "num_chains", "prng")}
+        meta.update({k: getattr(s, k) for k in ("checkpoint", "stream_to") if getattr(s, k)})
+        meta.update(self.sampler.meta())
+        meta.update(compile_time=self.compile_time, sampling_time=self.sampling_time,
+                    sampler=self.sampler.name,
+                    num_data=self.problem.total_data, grad_evals_total=total.tolist())
+        return Result(samples, {"grad_evals": info["grad_evals"], "step": steps,
+                                **{k: v for k, v in info.items() if k != "grad_evals"}},
+                      meta, final_state=states)
+
+    def save_checkpoint(self) -> str:
+        states, counters, t0, next_block = self.cursor
+        leaves = jax.tree.leaves((states, counters))
+        arrays = {f"state/{i}": to_host(x) for i, x in enumerate(leaves)}
+        count = self.kept_before(next_block)
+        self.sink.truncate(count)
+        if isinstance(self.sink, MemorySink) and (parts := self.sink.arrays()) is not None:
+            samples, info, steps = parts
+            arrays.update({f"kept/samples/{i}": x
+                           for i, x in enumerate(jax.tree.leaves(samples))})
+            arrays.update({f"kept/info/{k}": v for k, v in info.items()})
+            arrays["kept/step"] = steps
+        settings = {k: v for k, v in self.settings._asdict().items() if k != "checkpoint"}
+        header = {"settings": settings, "positions": self.position_spec, "t0": t0,
+                  "next_block": next_block, "kept": count, "num_state_leaves": len(leaves),
+                  "compile_time": self.compile_time, "sampling_time": self.sampling_time,
+                  "fingerprint": ckpt.fingerprint(*self.given)}
+        path = self.settings.checkpoint
+        ckpt.write(path, header, arrays)
+        return path
+
+
+def execute(run: Run, progress: bool | None) -> Result:
+    """Run the blocks of ``run`` from where it stands to its end."""
+    problem, sampler, plan = run.problem, run.sampler, run.plan
+    states, counters, t0, first = run.cursor
+    rest = plan[first:]
+    n_block, thin = run.settings.draws_per_block, run.settings.thin
+    every = run.settings.checkpoint_every or 1
+    last_checkpoint = t0
+    sampled_before = run.sampling_time
+    bar = t_run = None
+    # Streamed data: block i runs on its own buffer, read and put on the device by a
+    # thread while block i − 1 runs (block 0's buffer is the problem's own).
+    stream = problem.stream
+    pool = ThreadPoolExecutor(1) if stream is not None else None
+
+    def buffer(i):
+        return problem if i == 0 else problem.with_buffer(i, run.put_data)
+
+    try:
+        upcoming = pool.submit(buffer, first) if pool else None
+        # Compile up front (and only the programs the rest of the plan uses), so that
+        # compile_time holds all compilation and sampling_time none.
+        t_start = time.perf_counter()
+        args = (problem, sampler, states, counters, run.run_keys, np.int32(0))
+        full = partial_ = None
+        if any(block.full for block in rest):
+            full = run_block.lower(*args, n_draws=n_block, thin=thin).compile()
+        if not all(block.full for block in rest):
+            partial_ = run_steps.lower(*args, np.int32(1), np.int32(1),
+                                       max_draws=n_block).compile()
+        run.compile_time += time.perf_counter() - t_start
+        if want_progress(progress):
+            from tqdm.auto import tqdm
+            bar = tqdm(total=run.settings.num_steps, initial=t0,
+                       desc=sampler.name, unit="step")
+        t_run = time.perf_counter()
+        for i in range(first, len(plan)):
+            n_draws, steps, static, drop = plan[i]
+            states, counters, t0, _ = run.cursor
+            data = problem
+            if pool:
+                data = upcoming.result()
+                if i + 1 < len(plan):
+                    upcoming = pool.submit(buffer, i + 1)
+            # NumPy scalars: creating device scalars costs ~0.1 ms each here.
+            if static:
+                states, counters, buf = full(data, sampler, states, counters,
+                                                  run.run_keys, np.int32(t0))
+            else:
+                states, counters, buf = partial_(data, sampler, states, counters,
+                                                  run.run_keys, np.int32(t0),
+                                                  np.int32(n_draws), np.int32(steps))
+            if drop < n_draws:  # slice on the host: an eager device slice costs more
+                run.sink.append(*_host_block(buf, drop, n_draws),
+                                t0 + steps * np.arange(drop + 1, n_draws + 1))
+            run.cursor = (*run.place(states, counters), t0 + n_draws * steps, i + 1)
+            run.sampling_time = sampled_before + time.perf_counter() - t_run
+            if bar is not None:
+                bar.update(n_draws * steps)
+            bad = to_host(counters.bad_step)
+            if (bad >= 0).any():
+                chain = int(np.argmin(np.where(bad >= 0, bad, np.iinfo(np.int32).max)))
+                step = int(bad[chain]) + 1
+                raise DivergenceError(step, chain, run.result(max_step=step - 1))
+            done = run.cursor[2]
+            if run.settings.checkpoint and (done - last_checkpoint >= every
+                                               or i + 1 == len(plan)):
+                run.save_checkpoint()
+                last_checkpoint = done
+    except KeyboardInterrupt:
+        if t_run is not None:
+            run.sampling_time = sampled_before + time.perf_counter() - t_run
+        run.sink.truncate(run.kept_before(run.cursor[3]))
+        path = run.save_checkpoint() if run.settings.checkpoint else None
+        raise Interrupted(run.cursor[2], run.result(), path) from None
+    finally:
+        if bar is not None:
+            bar.close()
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    result = run.result()
+    run.sink.close(result.meta)
+    return result
+
+
+def _host_block(buf: dict, drop: int, n_draws: int) -> tuple[PyTree, dict]:
+    """A block's kept draws on the host, draw axis second: (draws, statistics)."""
+    host = jax.tree.map(lambda b: np.swapaxes(to_host(b)[drop:n_draws], 0, 1), buf)
+    evals = (host["evals_hi"].astype(np.int64) << 32) + host["evals_lo"].astype(np.int64)
+    return host["position"], {"grad_evals": evals, **host["stats"]}
+
+
+def want_progress(progress: bool | None) -> bool:
+    if progress is not None:
+        return bool(progress)
+    if not sys.stderr.isatty() or os.environ.get("CI"):
+        return False
+    return importlib.util.find_spec("tqdm") is not None  # an optional dependency
+
+
