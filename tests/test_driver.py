@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc import driver
+from sgmc.driver import plan as driver_plan
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +118,7 @@ def test_run_with_leftovers_compiles_once(post, compiles):
 @pytest.mark.parametrize("burn_in, num_draws, thin, trailing, per_block", [
     (0, 100, 1, 0, 5), (31, 67, 4, 1, 5), (9, 1, 1, 0, 1), (3, 1, 47, 0, 1), (50, 7, 10, 6, 3)])
 def test_block_plan(burn_in, num_draws, thin, trailing, per_block):
-    plan = driver._block_plan(burn_in, num_draws, thin, trailing, per_block)
+    plan = driver_plan.block_plan(burn_in, num_draws, thin, trailing, per_block)
     assert sum(n * steps for n, steps, _, _ in plan) == burn_in + num_draws * thin + trailing
     assert sum(n - min(drop, n) for n, _, _, drop in plan) == num_draws
     # Full blocks (one static-length program) have the run's shape; at most one partial
@@ -137,7 +137,7 @@ def test_block_plan(burn_in, num_draws, thin, trailing, per_block):
 def test_default_block_size_divides_the_run_when_it_can(total, cap, expected):
     # About 1/20 of the draws, at most cap, and a divisor of the draws within a factor 2 of
     # that when there is one (10007 is prime), so that every block is full.
-    assert driver._default_draws_per_block(total, cap) == expected
+    assert driver_plan.default_draws_per_block(total, cap) == expected
 
 
 def test_save_load_round_trip(post, tmp_path):

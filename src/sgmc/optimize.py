@@ -28,9 +28,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _validate as check
-from ._hoist import chunk_limit, draw_ahead, largest_divisor, split_step
-from ._pytree import replace
+from ._pytree import pytree_dataclass, replace, static
 from .coupling.replica import GreedyRule, ReplicaExchange, greedy_rule, replica_exchange
+from .driver.api import start
+from .driver.checkpoint import Settings
 from .problem import Objective, Problem
 from .sampler import sgld
 
@@ -222,80 +223,76 @@ def _value_fn(problem):
     return problem.full_energy if problem.has_data else problem.exact_energy
 
 
-def _step_fn(problem, coupling, state, key, t):
-    return coupling.step(problem, state, key, t)
+@pytree_dataclass
+class _Replication:
+    """One replication of a method as a :class:`sgmc.kernel.Kernel`, so that ``minimize``
+    runs on the driver's compiled loop: its state is the method's, started from a point per
+    replica; a kept draw records F and X at the output iterate X (the τ = 0 replica, or the
+    single chain)."""
 
+    coupling: Any
+    problem: Any  # a leaf: F is evaluated at each recorded point inside the loop
+    box: tuple | None = static(None)
+    boundary: str = static("clip")
 
-def _run(coupling, problem, x0, keys, num_steps: int, record_every: int, box,
-         record_path: bool, boundary: str = "clip"):
-    replicated = isinstance(coupling, ReplicaExchange)
-    value = _value_fn(problem)
-    n_blocks = num_steps // record_every
-    copies = x0.shape[0]
+    num_replicas = 1
+    replica_stacked = ()
 
-    def output(state):
+    @property
+    def replicated(self) -> bool:
+        return isinstance(self.coupling, ReplicaExchange)
+
+    @property
+    def name(self) -> str:
+        return self.coupling.name
+
+    @property
+    def batch_size(self) -> int | None:
+        return self.coupling.batch_size
+
+    @property
+    def info_spec(self) -> dict:
+        return {"grad_evals": "total", **({"exchanges": "sum"} if self.replicated else {})}
+
+    def init(self, problem, position, key):
+        if not self.replicated:
+            return self.coupling.init(problem, position, key)
+        state = self.coupling.init(problem, position[0], key)
+        return state._replace(dyn=state.dyn._replace(position=position))
+
+    def step(self, problem, state, rng, t):
+        state, info = self.coupling.step(problem, state, rng, t)
+        if not self.replicated:
+            if self.box is not None:
+                pos = GreedyRule.to_box(state.dyn.position, *self.box, self.boundary)
+                state = state._replace(dyn=state.dyn._replace(position=pos))
+            return state, {"grad_evals": info["grad_evals"]}
+        return state, {"grad_evals": info["grad_evals"],
+                       "exchanges": jnp.sum(info["swaps"]).astype(jnp.float32)}
+
+    def draw(self, state):
         pos = state.dyn.position
-        return pos[0] if replicated else pos
+        x = pos[0] if self.replicated else pos
+        return {"value": _value_fn(self.problem)(x), "x": x}
 
-    def one(x0, key):
-        k_init, k_run = jax.random.split(key)
-        if replicated:
-            state = coupling.init(problem, x0[0], k_init)
-            state = state._replace(dyn=state.dyn._replace(position=x0))
-        else:
-            state = coupling.init(problem, x0, k_init)
+    def init_evals(self, problem) -> int:
+        return self.coupling.init_evals(problem)
 
-        # The steps' randomness is drawn ahead for `group` blocks at a time (sgmc._hoist;
-        # t-only draws stay unbatched over replications under the vmap below by themselves).
-        split = split_step(_step_fn, (problem, coupling, state), k_run, jnp.int32(0))
-        group = largest_divisor(n_blocks, max(1, chunk_limit(split, copies) // record_every))
+    def check(self, problem, position, num_chains: int) -> None:
+        self.coupling.check(problem, position, num_chains)
 
-        def advance(inner, t_first, draws, offset):
-            def step(carry, i):
-                state, n_ex, n_eval = carry
-                t = t_first + i
-                if split is None:
-                    state, info = coupling.step(problem, state, jax.random.fold_in(k_run, t), t)
-                else:
-                    state, info = split.post([d[offset + i] for d in draws], problem, coupling,
-                                             state)
-                if box is not None and not replicated:
-                    pos = GreedyRule.to_box(state.dyn.position, box[0], box[1], boundary)
-                    state = state._replace(dyn=state.dyn._replace(position=pos))
-                if replicated:
-                    n_ex = n_ex + jnp.sum(info["swaps"]).astype(jnp.int32)
-                return (state, n_ex, n_eval + info["grad_evals"].astype(jnp.float32)), None
-
-            return jax.lax.scan(step, inner, jnp.arange(record_every))[0]
-
-        def blocks(carry, g):
-            t_g = g * (group * record_every)
-            draws = None if split is None else draw_ahead(
-                split.pre, lambda t: jax.random.fold_in(k_run, t), t_g, group * record_every)
-
-            def block(carry, j):
-                inner, (best_v, best_x) = carry
-                inner = advance(inner, t_g + j * record_every, draws, j * record_every)
-                x = output(inner[0])
-                v = value(x)
-                better = v < best_v            # NaN never counts as better
-                best = (jnp.where(better, v, best_v), jnp.where(better, x, best_x))
-                return (inner, best), (v, x if record_path else None)
-
-            return jax.lax.scan(block, carry, jnp.arange(group))
-
-        start = x0[0] if replicated else x0
-        carry = ((state, jnp.int32(0), jnp.float32(0)), (value(start), start))
-        ((state, n_ex, n_eval), (best_v, best_x)), (trace, path) = jax.lax.scan(
-            blocks, carry, jnp.arange(n_blocks // group))
-        trace, path = jax.tree.map(lambda a: a.reshape(n_blocks, *a.shape[2:]), (trace, path))
-        x = output(state)
-        return x, state.dyn.position, trace[-1], trace, path, best_v, best_x, n_ex, n_eval
-
-    return jax.vmap(one)(x0, keys)
+    def meta(self) -> dict:
+        return {}
 
 
-_compiled = jax.jit(_run, static_argnums=(4, 5, 6, 7, 8))
+def _best(start_value, start_x, trace, path):
+    """The best point among the start and the recorded points (the first of equals; NaN
+    never counts as better): F and X per replication."""
+    values = np.concatenate([start_value[:, None], trace], axis=1)
+    idx = np.argmin(np.where(np.isnan(values), np.inf, values), axis=1)
+    rows = np.arange(len(idx))
+    points = np.concatenate([start_x[:, None], path], axis=1)
+    return values[rows, idx], points[rows, idx]
 
 
 def minimize(objective, method: Method, init, num_steps: int, num_replications: int = 1,
@@ -344,16 +341,23 @@ def minimize(objective, method: Method, init, num_steps: int, num_replications: 
     method = method.with_box(box, boundary)
     point = x0[0, 0] if k > 1 else x0[0]
     method.coupling.check(problem, jnp.asarray(point), reps)
-    keys = jax.random.split(jax.random.key(seed), reps)
-    start = time.perf_counter()
-    out = _compiled(method.coupling, problem, jnp.asarray(x0), keys, steps, every, box,
-                    bool(record_path), boundary)
-    x, replicas, value, trace, path, best_v, best_x, n_ex, n_eval = jax.block_until_ready(out)
-    wall = time.perf_counter() - start
+    kernel = _Replication(method.coupling, problem, box, boundary)
+    settings = Settings(steps, 0, every, seed, reps, "threefry", steps // every, None, None,
+                        None)
+    start_time = time.perf_counter()
+    res = start(problem, kernel, jnp.asarray(x0), settings, divergence="continue")
+    wall = time.perf_counter() - start_time
+    trace, path = np.asarray(res.samples["value"]), np.asarray(res.samples["x"])
+    starts = x0[:, 0] if k > 1 else x0
+    start_v = np.asarray(jax.vmap(_value_fn(problem))(jnp.asarray(starts)))
+    best_v, best_x = _best(start_v, starts, trace, path)
+    exchanges = (np.asarray(res.info["exchanges"]).sum(axis=1).astype(np.int32) if k > 1
+                 else np.zeros(reps, np.int32))
     return OptimizeResult(
-        x=np.asarray(x), value=np.asarray(value), trace=np.asarray(trace),
-        trace_steps=every * np.arange(1, steps // every + 1), best_x=np.asarray(best_x),
-        best_value=np.asarray(best_v), exchanges=np.asarray(n_ex),
-        replicas=np.asarray(replicas) if k > 1 else None,
-        path=np.asarray(path) if record_path else None,
-        grad_evals=np.asarray(n_eval), method=method.name, num_steps=steps, wall_time=wall)
+        x=path[:, -1], value=trace[:, -1], trace=trace,
+        trace_steps=every * np.arange(1, steps // every + 1), best_x=best_x,
+        best_value=best_v, exchanges=exchanges,
+        replicas=np.asarray(res.final_state.dyn.position) if k > 1 else None,
+        path=path if record_path else None,
+        grad_evals=np.asarray(res.meta["grad_evals_total"]), method=method.name,
+        num_steps=steps, wall_time=wall)

@@ -27,7 +27,7 @@ from .loop import Counters, init_chains
 from .plan import BLOCK_BYTES, default_draws_per_block
 from .run import PRNG_IMPLS, Run, chain_keys, execute
 
-__all__ = ["resume", "sample"]
+__all__ = ["resume", "sample", "start"]
 
 PyTree = Any
 
@@ -166,17 +166,28 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
     settings = Settings(num_steps, burn_in, thin, seed, num_chains, prng,
                         min(draws_per_block, total_draws), checkpoint, checkpoint_every,
                         stream_to)
+    return start(problem, sampler, positions, settings, progress, mesh, spec)
 
+
+def start(problem: Problem, kernel: Kernel, positions: PyTree, settings: Settings,
+          progress: bool | None = False, mesh: Mesh | None = None, spec: dict | None = None,
+          divergence: str = "raise") -> Result:
+    """Start a run whose arguments are already validated: every chain's initial state from
+    its position (stacked on a leading chain axis), then the host loop. ``minimize`` runs
+    its replications through here too (``divergence="continue"``: a non-finite iterate is a
+    bad value, not an error)."""
     t_start = time.perf_counter()
     init_keys, _ = chain_keys(settings)
-    states = init_chains(problem, sampler, positions, init_keys)
-    init_evals = int(sampler.init_evals(problem))
-    counters = Counters(jnp.full(num_chains, init_evals >> 32, jnp.uint32),
-                         jnp.full(num_chains, init_evals & 0xFFFFFFFF, jnp.uint32),
-                         jnp.full(num_chains, -1, jnp.int32))
-    sink = DiskSink(stream_to, num_draws) if stream_to else MemorySink()
-    run = Run(problem, sampler, settings, sink, (states, counters, 0, 0), spec,
-               mesh, compile_time=time.perf_counter() - t_start)
+    states = init_chains(problem, kernel, positions, init_keys)
+    init_evals = int(kernel.init_evals(problem))
+    n = settings.num_chains
+    counters = Counters(jnp.full(n, init_evals >> 32, jnp.uint32),
+                        jnp.full(n, init_evals & 0xFFFFFFFF, jnp.uint32),
+                        jnp.full(n, -1, jnp.int32))
+    sink = DiskSink(settings.stream_to, settings.num_draws) if settings.stream_to \
+        else MemorySink()
+    run = Run(problem, kernel, settings, sink, (states, counters, 0, 0), spec, mesh,
+              compile_time=time.perf_counter() - t_start, divergence=divergence)
     return execute(run, progress)
 
 

@@ -59,10 +59,11 @@ class Run:
     """
 
     def __init__(self, problem, sampler, settings, sink, cursor, position_spec, mesh=None,
-                 compile_time=0.0, sampling_time=0.0):
+                 compile_time=0.0, sampling_time=0.0, divergence="raise"):
         self.problem, self.sampler, self.settings = problem, sampler, settings
         self.sink, self.cursor, self.position_spec = sink, cursor, position_spec
         self.compile_time, self.sampling_time = compile_time, sampling_time
+        self.divergence = divergence  # "raise" a DivergenceError, or "continue"
         s = settings
         trailing = (s.num_steps - s.burn_in) % s.thin
         self.plan = block_plan(s.burn_in, s.num_draws, s.thin, trailing, s.draws_per_block)
@@ -200,7 +201,7 @@ def execute(run: Run, progress: bool | None) -> Result:
             if bar is not None:
                 bar.update(n_draws * steps)
             bad = to_host(counters.bad_step)
-            if (bad >= 0).any():
+            if run.divergence == "raise" and (bad >= 0).any():
                 chain = int(np.argmin(np.where(bad >= 0, bad, np.iinfo(np.int32).max)))
                 step = int(bad[chain]) + 1
                 raise DivergenceError(step, chain, run.result(max_step=step - 1))
