@@ -24,7 +24,9 @@ from .replica import (
            replica_exchange,
            round_trips,
 )
+from .rules import ExchangeRule
 
-__all__ = ["CVEnergy", "ExactEnergy", "GreedyRule", "MinibatchEnergy", "ReplicaExchange",
-           "ReplicaState", "cv_energy", "exact_energy", "geometric_ladder", "greedy_rule",
-           "log_swap_ratio", "minibatch_energy", "replica_exchange", "round_trips"]
+__all__ = ["CVEnergy", "ExactEnergy", "ExchangeRule", "GreedyRule", "MinibatchEnergy",
+           "ReplicaExchange", "ReplicaState", "cv_energy", "exact_energy", "geometric_ladder",
+           "greedy_rule", "log_swap_ratio", "minibatch_energy", "replica_exchange",
+           "round_trips"]

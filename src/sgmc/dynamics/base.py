@@ -1,10 +1,14 @@
-"""The dynamics interface: one step of a (stochastic-gradient) diffusion discretisation.
+"""The integrator contract (:class:`Integrator`): one step of a (stochastic-gradient)
+diffusion discretisation.
 
-A dynamics is a pytree dataclass with
+An integrator (a "dynamics") is a pytree dataclass with
 
 * ``init(problem, estimator, position, key, params) -> state`` where the state is a
   NamedTuple with at least ``position`` and ``est`` (the estimator's state);
-* ``step(problem, estimator, state, batch, key, params) -> (state, n_evals)``.
+* ``step(problem, estimator, state, batch, rng, params) -> (state, n_evals)``: it asks
+  ``estimator.estimate(problem, state.est, point, batch, rng_est, ctx)`` for the gradient
+  at the point it chooses, filling the :class:`~sgmc.estimators.base.Context` ``ctx``, and
+  draws its noise from ``rng`` (an :class:`sgmc.rng.Rng`).
 
 ``params`` is a :class:`StepParams` with this step's step size and temperature, passed in
 rather than stored so that schedules and replicas (each with its own h and τ) share one
@@ -14,11 +18,11 @@ deterministic (gradient-descent or heavy-ball) limit.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import jax
 
-__all__ = ["StepParams"]
+__all__ = ["Integrator", "StepParams"]
 
 
 class StepParams(NamedTuple):
@@ -31,3 +35,14 @@ class StepParams(NamedTuple):
     step_size: jax.Array
     temperature: jax.Array
     t: jax.Array
+
+
+@runtime_checkable
+class Integrator(Protocol):
+    """The contract every dynamics meets (see the module docstring)."""
+
+    def init(self, problem: Any, estimator: Any, position: Any, key: jax.Array,
+             params: StepParams) -> Any: ...
+
+    def step(self, problem: Any, estimator: Any, state: Any, batch: jax.Array | None,
+             rng: Any, params: StepParams) -> tuple[Any, jax.Array]: ...

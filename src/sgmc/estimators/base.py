@@ -1,13 +1,15 @@
-"""The estimator interface: how a gradient of U is estimated from a minibatch.
+"""The estimator contract (:class:`GradientEstimator`): how a gradient of U is estimated
+from a minibatch.
 
-An estimator is a pytree dataclass with
+An estimator is a pytree dataclass (numbers as leaves, structure static) with
 
 * ``init(problem, position, key) -> state`` — its state lives inside the sampler state
   (SVRG snapshot, SAGA table, EWSG index chain; nothing for the uniform estimator), and
   ``init_evals(problem) -> int``, the per-example gradients ``init`` spends (default 0);
-* ``estimate(problem, state, point, batch, key, ctx) -> (grad, state, n_evals)`` — the
+* ``estimate(problem, state, point, batch, rng, ctx) -> (grad, state, n_evals)`` — the
   gradient estimate at ``point``, the new state, and the number of per-example gradient
-  evaluations spent (for data-pass accounting).
+  evaluations spent (for data-pass accounting). ``rng`` is an :class:`sgmc.rng.Rng` (a raw
+  key is accepted too: ``sgmc.rng.as_rng``).
 
 ``batch`` holds the minibatch indices drawn by the sampler (so that replicas of a
 replica-exchange run can share them), or is ``None`` when the sampler uses the full data.
@@ -17,13 +19,13 @@ by the dynamics' own state.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import jax
 
 PyTree = Any
 
-__all__ = ["SAMPLING_SCHEMES", "Context", "Estimator"]
+__all__ = ["SAMPLING_SCHEMES", "Context", "Estimator", "GradientEstimator"]
 
 #: How minibatch indices are drawn: i.i.d. uniform with replacement, or by walking a fresh
 #: random permutation each epoch (without replacement within an epoch).
@@ -43,8 +45,30 @@ class Context(NamedTuple):
     kick_offset: PyTree | None = None
 
 
+@runtime_checkable
+class GradientEstimator(Protocol):
+    """The contract every gradient estimator meets (see the module docstring); subclass
+    :class:`Estimator` for its defaults."""
+
+    #: How the sampler draws minibatches for it: ``"replacement"`` or ``"permutation"``.
+    sampling: str
+    #: True if the estimator is undefined at temperature 0 (EWSG's weights divide by σ).
+    needs_temperature: bool
+
+    def with_batch_size(self, batch_size: int | None) -> GradientEstimator: ...
+
+    def check(self, problem: Any, position: PyTree, num_chains: int) -> None: ...
+
+    def init(self, problem: Any, position: PyTree, key: jax.Array) -> PyTree: ...
+
+    def init_evals(self, problem: Any) -> int: ...
+
+    def estimate(self, problem: Any, state: PyTree, point: PyTree, batch: jax.Array | None,
+                 rng: Any, ctx: Context) -> tuple[PyTree, PyTree, jax.Array]: ...
+
+
 class Estimator:
-    """Base class for gradient estimators (see the module docstring for the interface)."""
+    """Base class for gradient estimators: the defaults of :class:`GradientEstimator`."""
 
     sampling: str
     #: True if the estimator is undefined at temperature 0 (EWSG's weights divide by σ).
@@ -65,5 +89,5 @@ class Estimator:
         return 0
 
     def estimate(self, problem, state: PyTree, point: PyTree, batch: jax.Array | None,
-                 key: jax.Array, ctx: Context) -> tuple[PyTree, PyTree, jax.Array]:
+                 rng: Any, ctx: Context) -> tuple[PyTree, PyTree, jax.Array]:
         raise NotImplementedError  # pragma: no cover
