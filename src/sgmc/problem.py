@@ -196,9 +196,6 @@ class Problem:
         """Σ_{i in chunk} ∇L_i(θ), by one reverse pass through the vectorised sum."""
         return jax.grad(self.chunk_energy_sum)(params, chunk)
 
-    def chunk_value_and_grad_sum(self, params: PyTree, chunk: PyTree) -> tuple[jax.Array, PyTree]:
-        return jax.value_and_grad(self.chunk_energy_sum)(params, chunk)
-
     def chunk_grads(self, params: PyTree, chunk: PyTree) -> PyTree:
         """Per-example gradients ∇L_i(θ): every leaf gains a leading axis of size n."""
         return jax.vmap(jax.grad(self.datum_energy), in_axes=(None, 0))(params, chunk)
