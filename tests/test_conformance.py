@@ -1,0 +1,364 @@
+"""Conformance: every estimator × integrator × coupling against the written contracts.
+
+In the style of Optax's ``transform_test.py::test_scalers``: one parameterised test over the
+product of three lists, so a new piece is tested by adding one line to :data:`ESTIMATORS`,
+:data:`INTEGRATORS` or :data:`COUPLINGS`. For each combination, on a small linear-regression
+posterior (N = 40, d = 3, minibatch 4), :func:`test_contract` checks
+
+1. the protocols: the kernel is a :class:`sgmc.kernel.Kernel`, its estimator a
+   :class:`~sgmc.estimators.base.GradientEstimator`, its dynamics an
+   :class:`~sgmc.dynamics.base.Integrator` (a greedy rule an
+   :class:`~sgmc.coupling.rules.ExchangeRule`), ``check``/``meta``/``init_evals`` answer;
+2. ``jax.jit`` of ``init`` then ``step`` (:data:`T` steps, so periodic work at t = 0 and
+   t = 3 and the plain steps between are all run): the state's structure, shapes and dtypes
+   are preserved by a step, ``draw`` gives a point shaped like the position, and the
+   positions are finite;
+3. ``vmap`` over 3 chains gives, chain by chain, what one chain at a time gives (init and
+   steps; allclose in float32);
+4. info keys == ``info_spec`` keys, ``grad_evals`` is an integer ≥ 1 and equals the count
+   the docstrings state, step by step (and ``init_evals`` too);
+5. determinism: the same keys give bitwise the same states and infos;
+6. randomness drawn ahead (:mod:`sgmc.rng`): ``replay(record(step))`` is the live step
+   (allclose), and the recorded draws do not depend on the state (bitwise).
+
+Invariants, per integrator: at temperature 0, with the exact gradient (``batch_size=None``)
+at the posterior mode (closed form, :func:`sgmc.models.linear_regression_posterior`), a
+step does not move the position (SGHMC from zero momentum, which stays zero); and with a
+constant energy the SGLD increment has variance 2hτ per coordinate.
+
+Combinations the library itself rejects are skipped only after checking that it does reject
+them (EWSG has no temperature-0 form, so it cannot be the greedy rule's τ = 0 replica).
+
+Mutation check (done once by hand when this file was written; every other test passed each
+time): adding a constant 1e-3 to the position in ``Langevin.step`` made
+``test_position_does_not_move_at_the_mode[sgld]`` and ``test_sgld_increment_variance`` fail;
+making ``SVRG.estimate`` report ``2 * batch`` without the snapshot's N made the ``svrg`` and
+``ewsg-svrg`` contract cases fail on their ``grad_evals`` count; drawing the Langevin noise
+with ``jax.random.normal`` on a key folded with the position (a state-dependent draw) made
+the record/replay check fail.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import sgmc
+from sgmc.coupling.rules import ExchangeRule
+from sgmc.dynamics.base import Integrator, StepParams
+from sgmc.estimators.base import GradientEstimator
+from sgmc.kernel import REDUCTIONS, Kernel, check_info
+from sgmc.rng import Rng, record, replay
+
+N, D, B = 40, 3, 4          # data, dimension, minibatch
+H, FR = 1e-3, 10.0          # step size, friction (FR · H < 1 for the Euler integrators)
+CHAINS = 3
+T = 4                       # steps per chain: t = 0 … 3 (the period-3 work runs at 0 and 3)
+K = 2                       # replicas of every coupling
+REPLICATES = 10             # replica_exchange's default num_replicates
+
+# --------------------------------------------------------------------------------------
+# The lists. An estimator entry: (factory, per-replica gradient evaluations of step t,
+# evaluations spent by init). Counts as the docstrings state them.
+# --------------------------------------------------------------------------------------
+
+ESTIMATORS = {
+    "uniform": (lambda: sgmc.uniform(), lambda t: B, 0),
+    "uniform-permutation": (lambda: sgmc.uniform("permutation"), lambda t: B, 0),
+    # 2 per-example gradients per datum, plus a full pass (N) at every snapshot.
+    "svrg": (lambda: sgmc.svrg(period=3), lambda t: 2 * B + N * (t % 3 == 0), 0),
+    # n per step; the table is filled by init (N).
+    "saga": (lambda: sgmc.saga(), lambda t: B, N),
+    # (M + 1) per-example gradients per slot per step.
+    "ewsg-m2": (lambda: sgmc.ewsg(chain_length=2), lambda t: 3 * B, 0),
+    # SVRG-corrected terms: 2 per term, (M + 1 = 2) terms per slot, N per snapshot.
+    "ewsg-svrg": (lambda: sgmc.ewsg(svrg_period=3), lambda t: 4 * B + N * (t % 3 == 0), 0),
+    # An SVRG whose anchor never moves: its one full pass is at t = 0.
+    "control-variate": (lambda: sgmc.control_variate(jnp.full(D, 0.1)),
+                        lambda t: 2 * B + N * (t == 0), 0),
+}
+
+
+def _sgld(**kw):
+    kw.pop("init_momentum", None)
+    return sgmc.sgld(H, **kw)
+
+
+def _psgld(**kw):
+    kw.pop("init_momentum", None)
+    return sgmc.psgld(H, **kw)
+
+
+def _sghmc(integrator):
+    return lambda **kw: sgmc.sghmc(H, friction=FR, integrator=integrator, **kw)
+
+
+#: A factory taking sgld's keywords (batch_size, temperature, estimator) and
+#: ``init_momentum`` (ignored without a momentum).
+INTEGRATORS = {
+    "sgld": _sgld,
+    "sghmc-euler": _sghmc("euler"),
+    "sghmc-explicit": _sghmc("explicit"),
+    "sghmc-splitting": _sghmc("splitting"),
+    "psgld": _psgld,
+}
+
+#: (factory of a kernel from a sampler, temperatures (None: the sampler's own),
+#:  extra evaluations of step t beyond the replicas' dynamics, extra init evaluations).
+COUPLINGS = {
+    "none": SimpleNamespace(make=lambda s: s, temps=None,
+                            extra=lambda t: 0, init_extra=0),
+    # σ̂² from REPLICATES minibatches of K energies every step (variance_period 1); the swap
+    # test (K energies on one minibatch) from the second measurement on (t ≥ 1).
+    "re-minibatch": SimpleNamespace(
+        make=lambda s: sgmc.replica_exchange(s, [1.0, 2.0], energy=sgmc.minibatch_energy()),
+        temps=(1.0, 2.0), extra=lambda t: REPLICATES * K * B + K * B * (t >= 1),
+        init_extra=0),
+    # Anchors refreshed every 3 steps (a full pass per replica); every step a swap test
+    # (2 evaluations per datum per replica) and the per-age σ̃² (2Kn, the test's own cost).
+    "re-cv": SimpleNamespace(
+        make=lambda s: sgmc.replica_exchange(s, [1.0, 2.0], energy=sgmc.cv_energy(period=3)),
+        temps=(1.0, 2.0), extra=lambda t: 4 * K * B + K * N * (t % 3 == 0),
+        init_extra=K * N),
+    # GD×LD: X at τ = 0, Y at τ = 1; the exact objective of both replicas every step.
+    "greedy": SimpleNamespace(
+        make=lambda s: sgmc.replica_exchange(s, [0.0, 1.0],
+                                             rule=sgmc.coupling.greedy_rule()),
+        temps=(0.0, 1.0), extra=lambda t: K * N, init_extra=0),
+}
+
+
+# --------------------------------------------------------------------------------------
+# Problem and helpers
+# --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def post():
+    X, y, _ = sgmc.models.synthetic_linear_data(N, D, seed=0)
+    return sgmc.models.linear_regression(X, y)
+
+
+def _positions():
+    return 0.3 * jax.random.normal(jax.random.key(0), (CHAINS, D))
+
+
+def _build(est_name, int_name, cpl_name):
+    """The kernel of a combination, or a skip if the library (checked) rejects it."""
+    estimator = ESTIMATORS[est_name][0]()
+    coupling = COUPLINGS[cpl_name]
+    rejected = estimator.needs_temperature and coupling.temps is not None and \
+        min(coupling.temps) == 0.0
+    sampler = INTEGRATORS[int_name](batch_size=B, temperature=1.0, estimator=estimator)
+    if rejected:
+        with pytest.raises(ValueError, match="temperature"):
+            coupling.make(sampler)
+        pytest.skip(f"the library rejects {est_name} at temperature 0 (needs τ > 0)")
+    return coupling.make(sampler)
+
+
+def _run(problem, kernel, state, key, replayed):
+    """T steps of one chain from ``state`` (live, or each step replayed from its record)."""
+    def body(state, t):
+        k = jax.random.fold_in(key, t)
+
+        def step(rng):
+            return kernel.step(problem, state, rng, t)
+
+        return replay(step, record(step, k)) if replayed else step(Rng(k))
+
+    return jax.lax.scan(body, state, jnp.arange(T, dtype=jnp.int32))
+
+
+@jax.jit
+def _probe(problem, kernel, positions, init_keys, step_keys):
+    """Everything the contract test compares, in one program per combination."""
+    def init(p, k):
+        return kernel.init(problem, p, k)
+
+    s0 = jax.vmap(init)(positions, init_keys)
+    s0_one = jax.lax.map(lambda a: init(*a), (positions, init_keys))   # one chain at a time
+    live = jax.vmap(lambda s, k: _run(problem, kernel, s, k, False))(s0, step_keys)
+    one = jax.lax.map(lambda a: _run(problem, kernel, *a, False), (s0_one, step_keys))
+    again = jax.vmap(lambda s, k: _run(problem, kernel, s, k, True))(s0, step_keys)
+
+    def draws_at(states):  # the draws of step 1 on each chain's key, at the given states
+        return jax.vmap(lambda s, k: record(lambda r: kernel.step(problem, s, r, 1), k))(
+            states, step_keys)
+
+    return {"init": s0, "init_one": s0_one, "live": live, "one": one, "replay": again,
+            "draw": jax.vmap(kernel.draw)(live[0]),
+            "draws_s0": draws_at(s0), "draws_moved": draws_at(live[0])}
+
+
+def _leaves(tree):
+    """Leaves as NumPy arrays (typed PRNG keys as their raw data)."""
+    out = []
+    for x in jax.tree.leaves(tree):
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x = jax.random.key_data(x)
+        out.append(np.asarray(x))
+    return out
+
+
+def _close(a, b, what, exact=False):
+    assert jax.tree.structure(a) == jax.tree.structure(b), what
+    for x, y in zip(_leaves(a), _leaves(b), strict=True):
+        assert x.shape == y.shape and x.dtype == y.dtype, what
+        if exact or not np.issubdtype(x.dtype, np.floating):
+            np.testing.assert_array_equal(x, y, err_msg=what)
+        else:
+            np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6, err_msg=what)
+
+
+def _shapes(tree):
+    return jax.tree.map(lambda x: (x.shape, x.dtype), tree)
+
+
+COMBINATIONS = [pytest.param(e, i, c, id=f"{e}-{i}-{c}")
+                for c in COUPLINGS for i in INTEGRATORS for e in ESTIMATORS]
+
+
+# --------------------------------------------------------------------------------------
+# The contract, for every combination
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("est_name", "int_name", "cpl_name"), COMBINATIONS)
+def test_contract(post, est_name, int_name, cpl_name):
+    kernel = _build(est_name, int_name, cpl_name)
+    coupling = COUPLINGS[cpl_name]
+    sampler = kernel if cpl_name == "none" else kernel.sampler
+    positions = _positions()
+
+    # (1) protocols and the static members of the kernel contract.
+    assert isinstance(kernel, Kernel)
+    assert isinstance(sampler.estimator, GradientEstimator)
+    assert isinstance(sampler.dynamics, Integrator)
+    if getattr(kernel, "rule", None) is not None:
+        assert isinstance(kernel.rule, ExchangeRule)
+    assert isinstance(kernel.name, str) and kernel.name
+    assert kernel.batch_size == B
+    assert kernel.num_replicas == (1 if cpl_name == "none" else K)
+    assert isinstance(kernel.replica_stacked, tuple)
+    assert set(kernel.info_spec.values()) <= set(REDUCTIONS)
+    assert kernel.info_spec["grad_evals"] == "total"
+    assert isinstance(kernel.meta(), dict)
+    kernel.check(post, positions[0], CHAINS)          # a valid setup passes its own check
+    n_replicas = kernel.num_replicas
+    init_evals = kernel.init_evals(post)
+    assert isinstance(init_evals, int)
+    assert init_evals == n_replicas * ESTIMATORS[est_name][2] + coupling.init_extra
+
+    # (2) jit of init then step; a step preserves the state's structure, shapes, dtypes.
+    init_keys = jax.random.split(jax.random.key(1), CHAINS)
+    step_keys = jax.random.split(jax.random.key(2), CHAINS)
+    state0 = kernel.init(post, positions[0], init_keys[0])
+    stepped = jax.eval_shape(lambda s: kernel.step(post, s, Rng(step_keys[0]), 0), state0)
+    assert jax.tree.structure(stepped[0]) == jax.tree.structure(state0)
+    assert _shapes(stepped[0]) == _shapes(state0)
+    out = _probe(post, kernel, positions, init_keys, step_keys)
+    final, infos = out["live"]
+    for x in jax.tree.leaves(final.position):
+        assert np.all(np.isfinite(np.asarray(x))), "non-finite position"
+    assert _shapes(out["draw"]) == _shapes(positions) or (
+        kernel.meta().get("output") == "all"), "draw is not shaped like the position"
+
+    # (3) vmap over chains == one chain at a time.
+    _close(out["init"], out["init_one"], "vmap-ed init differs from one chain at a time")
+    _close(out["live"], out["one"], "vmap-ed steps differ from one chain at a time")
+
+    # (4) info keys and the counted cost.
+    check_info(kernel, infos)
+    assert set(infos) == set(kernel.info_spec)
+    evals = np.asarray(infos["grad_evals"])
+    assert np.issubdtype(evals.dtype, np.integer), evals.dtype
+    assert evals.shape == (CHAINS, T)
+    assert np.all(evals >= 1)
+    per_step = ESTIMATORS[est_name][1]
+    expected = [n_replicas * int(per_step(t)) + int(coupling.extra(t)) for t in range(T)]
+    np.testing.assert_array_equal(evals, np.tile(expected, (CHAINS, 1)),
+                                  err_msg="grad_evals differs from the documented count")
+
+    # (5) determinism: the same keys give bitwise the same result.
+    again = _probe(post, kernel, positions, init_keys, step_keys)
+    _close(out, again, "same keys, different result", exact=True)
+
+    # (6) replay(record(step)) is the live step; draws do not read the state.
+    _close(out["replay"], out["live"], "replayed steps differ from the live steps")
+    assert jax.tree.leaves(out["draws_s0"]), "every kernel here draws something"
+    _close(out["draws_s0"], out["draws_moved"], "the draws depend on the state", exact=True)
+
+
+# --------------------------------------------------------------------------------------
+# Invariants
+# --------------------------------------------------------------------------------------
+
+def _exact_mode_problem():
+    """Linear regression whose posterior mode, and the float32 gradient there, are exact:
+    features in {0, ±1} on disjoint row sets (XᵀX = diag(15, 15, 7), so the precision
+    diag(16, 16, 8) with unit noise and prior is a power of two) and dyadic targets, so
+    every product and sum in ∇U at the mode is exact in float32 and ∇U = 0 exactly —
+    a step that moves at all there is wrong, with no rounding tolerance to hide in."""
+    X = np.zeros((N, D))
+    sign = np.where(np.arange(N) % 2 == 0, 1.0, -1.0)
+    for j, rows in enumerate([range(0, 15), range(15, 30), range(30, 37)]):
+        X[list(rows), j] = sign[list(rows)]
+    y = ((np.arange(N) * 5) % 7 - 3) / 4.0
+    mean, _ = sgmc.models.linear_regression_posterior(X, y)
+    return sgmc.models.linear_regression(X, y), jnp.asarray(mean, jnp.float32)
+
+
+@pytest.mark.parametrize("int_name", list(INTEGRATORS))
+def test_position_does_not_move_at_the_mode(int_name):
+    problem, mode = _exact_mode_problem()
+    assert np.all(np.asarray(problem.full_grad(mode)) == 0.0), "test design: ∇U(mode) ≠ 0"
+    assert np.any(np.asarray(mode) != 0.0)
+    kernel = INTEGRATORS[int_name](batch_size=None, temperature=0.0, init_momentum="zero")
+
+    @jax.jit
+    def one_step(key):
+        state = kernel.init(problem, mode, jax.random.key(3))
+        return kernel.step(problem, state, Rng(key), 0)
+
+    for seed in range(3):
+        state, info = one_step(jax.random.key(seed))
+        np.testing.assert_array_equal(np.asarray(state.position), np.asarray(mode))
+        if hasattr(state.dyn, "momentum"):
+            np.testing.assert_array_equal(np.asarray(state.dyn.momentum), 0.0)
+        assert int(info["grad_evals"]) == N      # the full data: N per step
+
+
+def test_sgld_increment_variance():
+    """Zero gradient (constant energy) at temperature τ: θ_{k+1} − θ_k = √(2hτ) ξ.
+
+    Over n = keys × d i.i.d. increments, (n − 1) s²/σ² ~ χ²_{n−1}, whose relative spread is
+    √(2/(n − 1)) ≈ 0.78 % at n = 4096 · 8; a tolerance of 5 of those (3.9 %) fails a wrong
+    noise scale (√(hτ), say: −50 %) and passes a correct one except with probability
+    ~6e−7. The mean is checked to 5 standard errors likewise.
+    """
+    h, tau, dim, keys = 0.01, 0.5, 8, 4096
+    problem = sgmc.Objective(lambda th: jnp.float32(2.0) + 0.0 * jnp.sum(th))
+    kernel = sgmc.sgld(h, temperature=tau)
+    x0 = jnp.linspace(-1.0, 1.0, dim)
+
+    @jax.jit
+    def increments(ks):
+        def one(k):
+            state = kernel.init(problem, x0, jax.random.key(0))
+            return kernel.step(problem, state, Rng(k), 0)[0].position - x0
+        return jax.vmap(one)(ks)
+
+    inc = np.asarray(increments(jax.random.split(jax.random.key(7), keys)), np.float64)
+    n, var = inc.size, 2 * h * tau
+    rel = np.sqrt(2.0 / (n - 1))
+    assert abs(inc.var(ddof=1) / var - 1.0) < 5 * rel, (inc.var(ddof=1), var)
+    assert abs(inc.mean()) < 5 * np.sqrt(var / n)
+
+
+def test_step_params_and_rules_are_exported():
+    """The contracts' own types are importable where the docs say (kernel, dynamics, rule)."""
+    assert StepParams._fields == ("step_size", "temperature", "t")
+    assert isinstance(sgmc.coupling.greedy_rule(), ExchangeRule)
