@@ -35,7 +35,8 @@ def test_index_chain_matches_ideal_weights():
     assert p.max() / p.min() > 3  # the weights are far from uniform: the test can fail
     est = sgmc.ewsg(chain_length=40).with_batch_size(1)
     ctx = Context(t=jnp.int32(0), step_size=jnp.float32(h), temperature=jnp.float32(tau),
-                  friction=jnp.float32(friction), momentum=mom, kick_offset=h * friction * mom)
+                  noise_scale=jnp.sqrt(jnp.float32(2 * h * tau * friction)),
+                  drift=(1 - h * friction) * mom, offset=h * friction * mom)
     g_all = np.asarray(post.batch_grads(theta, jnp.arange(10)))
 
     @jax.jit
@@ -205,7 +206,8 @@ def test_ewsg_with_svrg_is_exact_at_the_anchor():
     est = sgmc.ewsg(svrg_period=100).with_batch_size(3)
     theta = jnp.array([0.3, -0.2])
     ctx = Context(t=jnp.int32(0), step_size=jnp.float32(1e-3), temperature=jnp.float32(1.0),
-                  friction=jnp.float32(5.0), momentum=jnp.zeros(2), kick_offset=jnp.zeros(2))
+                  noise_scale=jnp.sqrt(jnp.float32(2 * 1e-3 * 1.0 * 5.0)), drift=jnp.zeros(2),
+                  offset=jnp.zeros(2))
     g, _, _ = est.estimate(post, est.init(post, theta, jax.random.key(0)), theta,
                            jnp.array([0, 7, 7]), jax.random.key(1), ctx)
     np.testing.assert_allclose(g, post.full_grad(theta), rtol=1e-4, atol=1e-3)

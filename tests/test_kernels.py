@@ -26,8 +26,8 @@ D = 20_000  # coordinates: the noise variance of one step is estimated to ~1 % (
 
 @pytree_dataclass
 class Stub(Estimator):
-    """Returns ``grad`` (broadcast) and records the evaluation point, the context's momentum
-    and kick offset in its state."""
+    """Returns ``grad`` (broadcast) and records the evaluation point, the context's kick
+    drift and offset in its state."""
 
     grad: float = 0.0
     sampling = "replacement"
@@ -38,9 +38,9 @@ class Stub(Estimator):
 
     def estimate(self, problem, state, point, batch, key, ctx):
         zero = jnp.zeros_like(point)
-        mom = zero if ctx.momentum is None else ctx.momentum
-        off = zero if ctx.kick_offset is None else ctx.kick_offset
-        return jnp.full_like(point, self.grad), (point, mom, off), jnp.int32(1)
+        drift = zero if ctx.drift is None else ctx.drift
+        off = zero if ctx.offset is None else ctx.offset
+        return jnp.full_like(point, self.grad), (point, drift, off), jnp.int32(1)
 
 
 def _problem():
@@ -70,25 +70,25 @@ def _underdamped(integrator, grad=0.0):
 @pytest.mark.parametrize("integrator", ["euler", "explicit", "splitting"])
 def test_underdamped_deterministic_part_and_context(integrator):
     """τ = 0, gradient g: the new state and the estimator's inputs follow the docstring's
-    formulas for each integrator (gradient point, context momentum, kick offset)."""
+    formulas for each integrator (gradient point, the kick's drift and offset)."""
     theta = jnp.linspace(-1.0, 1.0, 8)
     p = jnp.linspace(0.5, -0.3, 8)
     g = 0.7
     new = _one_step(_underdamped(integrator, g), theta, p, jax.random.key(1), H, 0.0)
-    point, ctx_mom, offset = (np.asarray(a) for a in new.est)
+    point, drift, offset = (np.asarray(a) for a in new.est)
     th, pp = np.asarray(theta, np.float64), np.asarray(p, np.float64)
     if integrator == "splitting":
         c = math.exp(-FR * H / 2)
         half = th + H / 2 * pp
         p_new = c * (c * pp - H * g)
         want = {"theta": half + H / 2 * p_new, "p": p_new, "point": half,
-                "ctx_mom": c * pp, "offset": (1 / c - c) * pp}
+                "drift": c * pp, "offset": (1 / c - c) * pp}
     else:
         p_new = (1 - FR * H) * pp - H * g
         moved = p_new if integrator == "euler" else pp
-        want = {"theta": th + H * moved, "p": p_new, "point": th, "ctx_mom": pp,
+        want = {"theta": th + H * moved, "p": p_new, "point": th, "drift": (1 - FR * H) * pp,
                 "offset": H * FR * pp}
-    got = {"theta": new.position, "p": new.momentum, "point": point, "ctx_mom": ctx_mom,
+    got = {"theta": new.position, "p": new.momentum, "point": point, "drift": drift,
            "offset": offset}
     for k, v in want.items():
         np.testing.assert_allclose(np.asarray(got[k]), v, rtol=1e-5, atol=1e-6, err_msg=k)
@@ -214,25 +214,26 @@ def test_ewsg_x_from_the_context_the_dynamics_pass(kind, x_choice):
     else:
         smp = sgmc.sghmc(h, friction=FR, temperature=tau, estimator=Stub(), integrator=kind)
         new = _one_step(smp, theta, p, jax.random.key(2), h, tau)
-    point, ctx_mom, offset = new.est
+    point, drift, offset = new.est
     overdamped = kind == "sgld"
     from sgmc.estimators.base import Context
+    scale = math.sqrt(2 * h * tau * (1.0 if overdamped else FR))
     ctx = Context(t=jnp.int32(0), step_size=jnp.float32(h), temperature=jnp.float32(tau),
-                  friction=None if overdamped else jnp.float32(FR),
-                  momentum=None if overdamped else ctx_mom,
-                  kick_offset=None if overdamped else offset)
+                  noise_scale=jnp.float32(scale), drift=drift,
+                  offset=None if overdamped else offset)
     post = sgmc.Posterior(loglik=lambda th, d: -0.5 * jnp.sum((d - th) ** 2),
                           logprior=lambda th: -50.0 * jnp.sum(th ** 2),
                           data=jnp.zeros((5, 3)))
     g0 = 100.0 * point                                   # ∇U₀ of the prior above
     x, c = EWSG(x=x_choice)._x(post, point, g0, ctx)
-    scale = math.sqrt(2 * h * tau * (1.0 if overdamped else FR))
     base = {"zero": 0.0, "one": 1.0}.get(x_choice)
     if base is None and x_choice == "default":
         base = 0.0 if overdamped else np.asarray(offset) / scale
-    if base is None:  # next_zero: θ_{k+1} = 0 (overdamped) or r_{k+1} = 0
-        base = (-np.asarray(point) / scale if overdamped
-                else -(1 - h * FR) * np.asarray(ctx_mom) / scale)
+    if base is None:  # next_zero: θ_{k+1} = 0 (overdamped) or the kicked momentum = 0
+        th, pp = np.asarray(theta, np.float64), np.asarray(p, np.float64)
+        before = {"sgld": th, "splitting": math.exp(-FR * h / 2) * pp}.get(kind,
+                                                                         (1 - h * FR) * pp)
+        base = -before / scale
     want = base + h * np.asarray(g0) / scale
     np.testing.assert_allclose(np.asarray(x), want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(float(c), h * 1.0 / scale, rtol=1e-6)
@@ -250,7 +251,8 @@ def test_persistent_ewsg_keeps_the_index_whose_gradient_it_used():
     est = sgmc.ewsg(chain_length=5, persistent=True).with_batch_size(1)
     theta, mom = jnp.array([0.3, -0.2]), jnp.array([2.0, -1.0])
     ctx = Context(t=jnp.int32(0), step_size=jnp.float32(0.05), temperature=jnp.float32(1.0),
-                  friction=jnp.float32(2.0), momentum=mom, kick_offset=0.1 * mom)
+                  noise_scale=jnp.sqrt(jnp.float32(2 * 0.05 * 1.0 * 2.0)),
+                  drift=(1 - 0.1) * mom, offset=0.1 * mom)
     state = est.init(post, theta, jax.random.key(0))
     step = jax.jit(lambda st, key: est.estimate(post, st, theta, jnp.array([0], jnp.int32),
                                                 key, ctx))

@@ -59,7 +59,7 @@ def _chain_positions(problem: Problem, init: PyTree, num_chains: int) -> PyTree:
         raise
 
 
-def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_chains: int = 1,
+def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_chains: int = 1,
            burn_in: int = 0, thin: int = 1, seed: int = 0, progress: bool | None = None,
            draws_per_block: int | None = None, prng: str = "threefry",
            checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
@@ -72,7 +72,8 @@ def sample(problem: Problem, sampler: Any, init: PyTree, num_steps: int, num_cha
 
     Args:
         problem: an :class:`sgmc.Posterior` or :class:`sgmc.Objective`.
-        sampler: e.g. ``sgmc.sgld(...)``, ``sgmc.sghmc(...)``.
+        sampler: any :class:`sgmc.kernel.Kernel`: ``sgmc.sgld(...)``, ``sgmc.sghmc(...)``,
+            ``sgmc.replica_exchange(...)``, or your own.
         init: the starting point — one position (used by every chain), or one per chain
             stacked on a leading axis of size ``num_chains``.
         num_steps: total steps per chain, ≥ 1.
@@ -191,7 +192,7 @@ def start(problem: Problem, kernel: Kernel, positions: PyTree, settings: Setting
     return execute(run, progress)
 
 
-def resume(path: str | os.PathLike, problem: Problem, sampler: Any,
+def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
            progress: bool | None = None, mesh: Mesh | None = None) -> Result:
     """Continue the run saved in checkpoint ``path`` to its end and return its complete Result.
 

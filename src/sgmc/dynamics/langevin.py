@@ -34,10 +34,11 @@ class Langevin:
     def step(self, problem, estimator, state, batch, rng, params):
         r_est, r_noise = as_rng(rng).split()
         h, tau = params.step_size, params.temperature
-        ctx = Context(t=params.t, step_size=h, temperature=tau)
+        scale = jnp.sqrt(2.0 * h * tau)
+        ctx = Context(t=params.t, step_size=h, temperature=tau, noise_scale=scale,
+                      drift=state.position)
         grad, est, n_evals = estimator.estimate(problem, state.est, state.position, batch,
                                                 r_est, ctx)
-        scale = jnp.sqrt(2.0 * h * tau)
         noise = r_noise.normal_like(state.position)
         position = jax.tree.map(lambda x, g, z: x - h * g + scale * z,
                                 state.position, grad, noise)

@@ -44,7 +44,8 @@ class PSGLD:
     def step(self, problem, estimator, state, batch, rng, params):
         r_est, r_noise = as_rng(rng).split()
         h, tau = params.step_size, params.temperature
-        ctx = Context(t=params.t, step_size=h, temperature=tau)
+        ctx = Context(t=params.t, step_size=h, temperature=tau,
+                      noise_scale=jnp.sqrt(2.0 * h * tau), drift=state.position)
         grad, est, n = estimator.estimate(problem, state.est, state.position, batch, r_est, ctx)
         per_datum = 1.0 / max(problem.total_data, 1)
         v = jax.tree.map(lambda v, g: self.alpha * v + (1.0 - self.alpha) * (g * per_datum) ** 2,

@@ -41,9 +41,10 @@ from .._tree import normal_like
 from ..estimators.base import Context
 from ..rng import as_rng
 
-__all__ = ["INIT_MOMENTA", "INTEGRATORS", "Underdamped", "UnderdampedState"]
+__all__ = ["INIT_MOMENTA", "INTEGRATORS", "INTEGRATOR_STEPS", "Underdamped",
+           "UnderdampedState", "euler_step", "explicit_step", "splitting_step"]
 
-INTEGRATORS = ("euler", "explicit", "splitting")
+INTEGRATORS = ("euler", "explicit", "splitting")  # the keys of INTEGRATOR_STEPS
 INIT_MOMENTA = ("random", "zero")
 
 
@@ -70,29 +71,66 @@ class Underdamped:
         return UnderdampedState(position, momentum, estimator.init(problem, position, k_est))
 
     def step(self, problem, estimator, state, batch, rng, params):
-        r_est, r_noise = as_rng(rng).split()
-        h, tau, fr = params.step_size, params.temperature, self.friction
-        noise_scale = jnp.sqrt(2.0 * fr * h * tau)
-        noise = r_noise.normal_like(state.position)
-        tmap = jax.tree.map
-        if self.integrator in ("euler", "explicit"):
-            ctx = Context(t=params.t, step_size=h, temperature=tau, friction=fr,
-                          momentum=state.momentum,
-                          kick_offset=tmap(lambda p: h * fr * p, state.momentum))
-            grad, est, n = estimator.estimate(problem, state.est, state.position, batch,
-                                              r_est, ctx)
-            p = tmap(lambda p, g, z: (1.0 - fr * h) * p - h * g + noise_scale * z,
-                     state.momentum, grad, noise)
-            # Semi-implicit Euler moves with the new momentum, explicit Euler with the old.
-            moving = p if self.integrator == "euler" else state.momentum
-            theta = tmap(lambda x, p: x + h * p, state.position, moving)
-            return UnderdampedState(theta, p, est), n
-        decay = jnp.exp(-0.5 * fr * h)
-        half = tmap(lambda x, p: x + 0.5 * h * p, state.position, state.momentum)
-        p1 = tmap(lambda p: decay * p, state.momentum)
-        ctx = Context(t=params.t, step_size=h, temperature=tau, friction=fr, momentum=p1,
-                      kick_offset=tmap(lambda p: (1.0 / decay - decay) * p, state.momentum))
-        grad, est, n = estimator.estimate(problem, state.est, half, batch, r_est, ctx)
-        p = tmap(lambda p, g, z: decay * (p - h * g + noise_scale * z), p1, grad, noise)
-        theta = tmap(lambda x, p: x + 0.5 * h * p, half, p)
-        return UnderdampedState(theta, p, est), n
+        return INTEGRATOR_STEPS[self.integrator](problem, estimator, state, batch, rng, params,
+                                                 self.friction)
+
+
+def _noise_scale(params, friction):
+    """σ√h = √(2Dhτ): the standard deviation of the kick's noise."""
+    fr, h, tau = friction, params.step_size, params.temperature
+    return jnp.sqrt(2.0 * fr * h * tau)
+
+
+def _kick_context(params, noise_scale, drift, offset):
+    """The kick's description for the estimator (:class:`Context`)."""
+    return Context(t=params.t, step_size=params.step_size, temperature=params.temperature,
+                   noise_scale=noise_scale, drift=drift, offset=offset)
+
+
+def euler_step(problem, estimator, state, batch, rng, params, friction, explicit=False):
+    """Semi-implicit Euler (SVRG-HMC paper eq. 1–2); with ``explicit=True`` explicit
+    Euler–Maruyama (EWSG paper eq. 3): the same kick, the position moved with the old
+    momentum."""
+    r_est, r_noise = as_rng(rng).split()
+    h, fr = params.step_size, friction
+    noise_scale = _noise_scale(params, fr)
+    noise = r_noise.normal_like(state.position)
+    tmap = jax.tree.map
+    drift = tmap(lambda p: (1.0 - fr * h) * p, state.momentum)
+    ctx = _kick_context(params, noise_scale, drift, tmap(lambda p: h * fr * p, state.momentum))
+    grad, est, n = estimator.estimate(problem, state.est, state.position, batch, r_est, ctx)
+    p = tmap(lambda d, g, z: d - h * g + noise_scale * z, drift, grad, noise)
+    # Semi-implicit Euler moves with the new momentum, explicit Euler with the old.
+    moving = state.momentum if explicit else p
+    theta = tmap(lambda x, p: x + h * p, state.position, moving)
+    return UnderdampedState(theta, p, est), n
+
+
+def explicit_step(problem, estimator, state, batch, rng, params, friction):
+    """Explicit Euler–Maruyama (EWSG paper eq. 3): see :func:`euler_step`."""
+    return euler_step(problem, estimator, state, batch, rng, params, friction, explicit=True)
+
+
+def splitting_step(problem, estimator, state, batch, rng, params, friction):
+    """The symmetric splitting of eq. (12)–(16) (module docstring): half drift, half
+    friction decay, kick with the gradient at the half-step point, decay, half drift."""
+    r_est, r_noise = as_rng(rng).split()
+    h, fr = params.step_size, friction
+    noise_scale = _noise_scale(params, fr)
+    noise = r_noise.normal_like(state.position)
+    tmap = jax.tree.map
+    decay = jnp.exp(-0.5 * fr * h)
+    half = tmap(lambda x, p: x + 0.5 * h * p, state.position, state.momentum)
+    p1 = tmap(lambda p: decay * p, state.momentum)
+    ctx = _kick_context(params, noise_scale, p1,
+                        tmap(lambda p: (1.0 / decay - decay) * p, state.momentum))
+    grad, est, n = estimator.estimate(problem, state.est, half, batch, r_est, ctx)
+    p = tmap(lambda p, g, z: decay * (p - h * g + noise_scale * z), p1, grad, noise)
+    theta = tmap(lambda x, p: x + 0.5 * h * p, half, p)
+    return UnderdampedState(theta, p, est), n
+
+
+#: The underdamped integrators, each a pure function
+#: ``(problem, estimator, state, batch, rng, params, friction) -> (state, n_evals)``.
+INTEGRATOR_STEPS = {"euler": euler_step, "explicit": explicit_step,
+                    "splitting": splitting_step}

@@ -33,16 +33,25 @@ SAMPLING_SCHEMES = ("replacement", "permutation")
 
 
 class Context(NamedTuple):
-    """What the dynamics tells the estimator about the current step (``t``: 0-based index)."""
+    """What the dynamics tells the estimator about the current step (``t``: 0-based index).
+
+    Every dynamics moves one variable v by a *kick* v' = drift − h ∇̃U + noise_scale · ξ
+    (v = θ for overdamped Langevin, the momentum for SGHMC). EWSG's weights need that kick
+    and nothing else about the dynamics, so an integrator describes it here:
+
+    * ``noise_scale``: the kick's noise standard deviation (√(2hτ); √(2Dhτ) for SGHMC);
+    * ``drift``: v before the kick, gradient and noise left out (θ_k; (1 − Dh) r_k for the
+      Euler forms; e^{−Dh/2} p_k for the splitting);
+    * ``offset``: v' − drift under the reading "state unchanged" (None for 0, overdamped;
+      Dh r_k for the Euler forms; (e^{Dh/2} − e^{−Dh/2}) p_k for the splitting).
+    """
 
     t: jax.Array
     step_size: jax.Array
     temperature: jax.Array
-    friction: jax.Array | None = None
-    momentum: PyTree | None = None
-    #: underdamped only: r_{k+1} − r_k + hγ r_k under the reading "momentum unchanged",
-    #: integrator-specific (EWSG's default x; see :mod:`sgmc.estimators.ewsg`).
-    kick_offset: PyTree | None = None
+    noise_scale: jax.Array | None = None
+    drift: PyTree | None = None
+    offset: PyTree | None = None
 
 
 @runtime_checkable

@@ -110,20 +110,17 @@ class EWSG(Estimator):
 
     def _x(self, problem, point, g0, ctx):
         """x (one pytree, shared by all slots) and the factor c with a_i = c ∇L_i, given the
-        exact-term gradient g0 = ∇U₀(θ)."""
-        h, tau = ctx.step_size, ctx.temperature
-        overdamped = ctx.momentum is None
-        # The kernel's noise scale: √(2hτ) (overdamped) or σ√h with σ = √(2Dτ).
-        scale = jnp.sqrt(2.0 * h * tau * (1.0 if overdamped else ctx.friction))
+        exact-term gradient g0 = ∇U₀(θ), from the kick the dynamics describe in ``ctx``
+        (:class:`~sgmc.estimators.base.Context`): x = (v' − drift + h∇U₀)/s for the
+        reading v' of the kicked variable after the step."""
+        h, scale = ctx.step_size, ctx.noise_scale
         if self.x == "one":
             base = jax.tree.map(jnp.ones_like, point)
-        elif self.x == "default" and not overdamped:
-            base = jax.tree.map(lambda k: k / scale, ctx.kick_offset)
-        elif self.x == "next_zero":
-            base = (jax.tree.map(lambda th: -th / scale, point) if overdamped else
-                    jax.tree.map(lambda r: -(1.0 - h * ctx.friction) * r / scale,
-                                 ctx.momentum))
-        else:  # "zero", or the overdamped default (state unchanged)
+        elif self.x == "default" and ctx.offset is not None:  # "state unchanged"
+            base = jax.tree.map(lambda k: k / scale, ctx.offset)
+        elif self.x == "next_zero":                              # v' = 0
+            base = jax.tree.map(lambda v: -v / scale, ctx.drift)
+        else:  # "zero", or the default with a zero offset (overdamped: θ unchanged)
             base = None
         prior = jax.tree.map(lambda g: h * g / scale, g0)
         x = prior if base is None else jax.tree.map(jnp.add, prior, base)
