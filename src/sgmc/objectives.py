@@ -1,6 +1,7 @@
-"""Test functions of the replica-exchange optimisation paper (Dong & Tong, Sec. 3;
-ALGORITHMS.md §4): the 25-well Gaussian mixture, its online-KDE version, Rastrigin and
-Griewank.
+"""Test functions of the replica-exchange optimisation paper (Dong & Tong (2021), *Replica
+exchange for non-convex optimization*, JMLR 22, Sec. 3): the 25-well Gaussian mixture
+(Sec. 3.1.1, eq. (7)–(8)), its online-KDE version (Sec. 3.1.3), Rastrigin and Griewank
+(Sec. 3.2).
 
 Each plain test function is a callable ``f(x) -> scalar`` (JAX-traceable) that
 :func:`sgmc.minimize` accepts directly; :meth:`GaussianWells.objective` and
@@ -19,9 +20,10 @@ import numpy as np
 from . import _validate as check
 from .problem import Objective
 
-__all__ = ["GaussianWells", "gaussian_wells", "griewank", "kde_wells", "rastrigin",
-           "wells_regulariser"]
+__all__ = ["KDE_VARIANCE", "WELL_VARIANCE", "GaussianWells", "gaussian_wells", "griewank",
+           "kde_wells", "rastrigin", "wells_regulariser"]
 
+#: The variance s of every well, Σ_i = s·I (Dong & Tong, Sec. 3.1.1: Σ_i = diag(0.1)).
 WELL_VARIANCE = 0.1
 #: The paper's kernel parameter σ = 0.12 (Dong & Tong, Sec. 3.1.3), a *variance*.
 KDE_VARIANCE = 0.12
@@ -91,13 +93,17 @@ class GaussianWells:
         dens = np.sum(self.weights * np.exp(-d2 / (2 * self.variance)), axis=-1)
         return -dens / (2 * np.pi * self.variance) + _np_regulariser(x)
 
-    def _numpy_grad(self, x: np.ndarray) -> np.ndarray:
+    def numpy_grad(self, x: np.ndarray) -> np.ndarray:
+        """∇F at one point ``x`` (2,) in float64 NumPy (for reference computations outside
+        JAX, e.g. plain gradient descent to a well's bottom)."""
         diff = x[None, :] - self.centers
         w = self.weights * np.exp(-np.sum(diff ** 2, -1) / (2 * self.variance))
         w = w / (2 * np.pi * self.variance)
         g = np.sum(w[:, None] * diff, axis=0) / self.variance
         g += np.where(x < -1, 2 * (x + 1), 0.0) + np.where(x > 5, 2 * (x - 5), 0.0)
         return g
+
+    _numpy_grad = numpy_grad   # the former private name, kept as an alias
 
     def global_minimum(self, grid_step: float = 0.005) -> tuple[np.ndarray, float]:
         """(x*, F(x*)): the best point of a grid on [−1, 5]² with spacing ``grid_step``,
@@ -114,7 +120,7 @@ class GaussianWells:
                 best, best_x = float(vals[i]), pts[i].copy()
         x = best_x
         for _ in range(20_000):              # curvature at a well ≈ w/(2π s²) ≲ 2
-            g = self._numpy_grad(x)
+            g = self.numpy_grad(x)
             x = x - 0.2 * g
             if np.max(np.abs(g)) < 1e-13:
                 break
