@@ -3,23 +3,23 @@
 Four sections, one per paper, each a reduced run of the experiment that ``sgmc reproduce``
 runs in full (the code is the experiment modules' own, called rather than copied):
 
-1. SVRG-HMC (Li, Zhang, Cheng, Zhu & Li; ALGORITHMS.md §5): Bayesian linear regression with a
+1. SVRG-HMC (Li, Zhang, Cheng, Zhu & Li, Sec. 5): Bayesian linear regression with a
    conjugate posterior, batch b = 10, SVRG period K = N/b, every chain warm-started at the
    mode (θ₀ = μ, p₀ = 0), one step size for all at which SGHMC's gradient noise dominates its
    injected noise. The error of the first two marginal moments against the exact posterior
    against data passes *of sampling* (SVRG's initial snapshot not counted) for SGHMC,
-   SVRG-LD, SVRG-HMC and SVRG2nd-HMC; claims (§5): the HMC variants are more accurate than
-   SVRG-LD within the first data pass, and variance reduction makes SGHMC more accurate at
-   equal passes. The same runs give the exact-posterior check (mean and covariance error,
-   ESS per second) on their second halves.
-2. EWSG (Li, Wang, Zha & Tao; §6): the 2-D Gaussian, batch 1, many chains; claim: EWSG's
+   SVRG-LD, SVRG-HMC and SVRG2nd-HMC; claims (Fig. 1–2, Sec. 5.3): the HMC variants are
+   more accurate than SVRG-LD within the first data pass, and variance reduction makes SGHMC
+   more accurate at equal passes. The same runs give the exact-posterior check (mean and
+   covariance error, ESS per second) on their second halves.
+2. EWSG (Li, Wang, Zha & Tao, Sec. 5.1): the 2-D Gaussian, batch 1, many chains; claim: EWSG's
    KL(fitted Gaussian ‖ target) is below SGHMC's at the same step size and friction.
-3. VR-reSGLD (Deng et al.; §7): the symmetric Gaussian mixture (modes −5 and 25 of equal
+3. VR-reSGLD (Deng et al. 2021, Sec. 5.1): the symmetric Gaussian mixture (modes −5 and 25 of equal
    weight); claims: the control-variate energy estimator lowers σ̂² of the energy-difference
    estimate, and replica exchange finds both modes (cold weight of the mode at −5 near 0.5)
    where SGLD from β₀ = 30 stays stuck.
-4. GD×LD (Dong & Tong; §4): the 25 Gaussian wells; claim: GD×LD reaches the global minimum
-   with high probability where GD does not.
+4. GD×LD (Dong & Tong 2021, Sec. 3.1.1): the 25 Gaussian wells; claim: GD×LD reaches the
+   global minimum with high probability where GD does not.
 
 Every claim is judged by the one rule of :mod:`sgmc.experiments.verdict` (holds only when the
 effect in the claimed direction exceeds 2 standard errors), printed with its effect ± SE and
@@ -39,11 +39,10 @@ from dataclasses import dataclass, field
 import jax.numpy as jnp
 import numpy as np
 
-from . import models
+from . import DivergenceError, cv_energy, minibatch_energy, models, replica_exchange, sample, sgld
 from ._report import write_report
-from .driver import sample
 from .experiments import verdict as V
-from .experiments._plot import pyplot, save
+from .plots import pyplot, save
 
 #: Largest seed accepted: sections add small offsets to it, and the driver takes < 2³².
 MAX_SEED = 2**32 - 1 - 100
@@ -141,7 +140,6 @@ def section_svrg_hmc(out: str, quick: bool, seed: int) -> Section:
     :func:`_svrg_settings`. The error against passes is :func:`_moment_errors` (the first two
     marginal moments against the exact posterior); the claims are judged at one pass of
     sampling, paired over chains (the samplers share the chains' seeds)."""
-    from .errors import DivergenceError
     from .experiments.svrg_hmc import make_sampler, sampling_passes, steps_for
 
     s = _svrg_settings(quick)
@@ -362,9 +360,6 @@ def _mixture_run(post, method: str, tau, eta: float, s: dict, seed: int,
     coefficient c instead of c = −1) -> (cold draws (chains, draws), swaps per chain, σ̂² per
     chain: the mean of the σ̂² the kept steps' swaps used).
     Blocks of 50 draws divide the 500, so each sampler compiles one program."""
-    from .coupling import cv_energy, minibatch_energy, replica_exchange
-    from .sampler import sgld
-
     if method == "SGLD":
         smp = sgld(eta, batch_size=s["batch"], temperature=tau[0])
     else:
@@ -406,7 +401,7 @@ def section_vr_resgld(out: str, quick: bool, seed: int) -> Section:
     for name, method, cfg, adaptive in runs:
         d, sw, v = _mixture_run(post, method, cfg["tau"], cfg["eta"], s, seed + 2, adaptive)
         var_chains[name] = v
-        rows[name] = vm._row(name, d, sw, v, x, cfg["tau"][0], s["steps"])
+        rows[name] = vm.summary_row(name, d, sw, v, x, cfg["tau"][0], s["steps"])
         draws[name] = d
     ratio_mix = rows["reSGLD"]["variance"] / rows["VR-reSGLD"]["variance"]
     ratio_mix_c1 = rows["reSGLD"]["variance"] / rows["VR-reSGLD c = −1"]["variance"]

@@ -1,5 +1,4 @@
-"""The EWSG paper's classification experiments (Li, Wang, Zha & Tao, Sec. 5.2–5.3;
-ALGORITHMS.md §6).
+"""The EWSG paper's classification experiments (Li, Wang, Zha & Tao, Sec. 5.2–5.3).
 
 ``ewsg-logistic``: Bayesian logistic regression, prior N(0, 10 I), batch 50, γ = 50, one data
 pass, 200 samples (the final states of 200 independent chains from θ = 0), on EEG eye state
@@ -44,10 +43,7 @@ import os
 import jax.numpy as jnp
 import numpy as np
 
-from .. import datasets, metrics, models
-from ..driver import sample
-from ..estimators import ewsg
-from ..sampler import psgld, sghmc, sgld
+from .. import datasets, ewsg, metrics, models, psgld, sample, sghmc, sgld
 from . import Experiment
 from . import verdict as V
 from ._plot import pyplot, save

@@ -1,4 +1,4 @@
-"""The EWSG paper's 2-D Gaussian experiment (Li, Wang, Zha & Tao, Sec. 5.1; ALGORITHMS.md §6).
+"""The EWSG paper's 2-D Gaussian experiment (Li, Wang, Zha & Tao, Sec. 5.1).
 
 V(θ) = Σ_{i=1}^{n} ½‖θ − c_i‖² with c_i ~ N(0, I₂) and n = 20, i.e. a posterior with a flat
 prior whose exact law at τ = 1 is N(c̄, I/n). Many independent chains (10,000) from θ = 0 are
@@ -55,11 +55,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
-from .. import diagnostics
-from ..driver import sample
-from ..estimators import ewsg, svrg
-from ..problem import Posterior
-from ..sampler import psgld, sghmc, sgld
+from .. import Posterior, diagnostics, ewsg, psgld, sample, sghmc, sgld, svrg
 from . import Experiment
 from . import verdict as V
 from ._plot import pyplot, save
@@ -82,6 +78,8 @@ def _flat(theta):
 
 
 def problem(n: int, seed: int):
+    """The paper's 2-D Gaussian target: ``(posterior, exact mean c̄, exact covariance I/n)``
+    for V(θ) = Σ_i ½‖θ − c_i‖² with n centres c_i ~ N(0, I₂) drawn from ``seed``."""
     centres = np.random.default_rng(seed).standard_normal((n, 2))
     return Posterior(_Quadratic(), _flat, centres), centres.mean(0), np.eye(2) / n
 
@@ -93,6 +91,9 @@ def kl_curve(draws: np.ndarray, mu, sigma) -> np.ndarray:
 
 
 def samplers(n: int) -> dict:
+    """The paper's samplers and step sizes for data size ``n``, batch 1: name ->
+    (sampler, per-example gradient evaluations per step), the second for data-pass
+    accounting (SVRG-LD's 3 counts the snapshot amortised over K = n steps)."""
     return {
         "SGLD": (sgld(5e-3, batch_size=1), 1.0),
         "pSGLD": (psgld(5e-3, batch_size=1), 1.0),
@@ -104,6 +105,9 @@ def samplers(n: int) -> dict:
 
 
 def run_one(post, sampler, evals_per_step, n, passes, chains, seed, points=30):
+    """``chains`` independent chains from θ = 0 for ``passes`` data passes (by
+    ``evals_per_step`` evaluations a step, data size ``n``), thinned to ``points`` draws per
+    chain; returns the :class:`sgmc.Result`."""
     steps = math.ceil(passes * n / evals_per_step)
     thin = max(1, steps // points)
     res = sample(post, sampler, jnp.zeros(2), num_steps=thin * points, num_chains=chains,

@@ -1,4 +1,4 @@
-"""Replica exchange for non-convex optimisation (Dong & Tong, Sec. 3; ALGORITHMS.md §4).
+"""Replica exchange for non-convex optimisation (Dong & Tong (2021), JMLR 22, Sec. 3).
 
 - ``gdxld-wells``: the 25-well objective of eq. (7)–(8), GD×LD (Alg. 1) and nGD×LD with
   h = 0.1, γ = 1, X0 = (0,0), Y0 = (1,1). The paper's random weights are unknown, so the claim
@@ -28,6 +28,7 @@ import os
 import jax.numpy as jnp
 import numpy as np
 
+from .. import Objective, gd, gd_x_ld, ld, minimize, sgd, sgd_x_sgld, sgld_opt
 from ..objectives import (
     WELL_VARIANCE,
     GaussianWells,
@@ -37,8 +38,6 @@ from ..objectives import (
     rastrigin,
     wells_regulariser,
 )
-from ..optimize import gd, gd_x_ld, ld, minimize, sgd, sgd_x_sgld, sgld_opt
-from ..problem import Objective
 from . import Experiment
 from . import verdict as V
 from ._plot import pyplot, save
@@ -86,7 +85,7 @@ def paper_like_seeds(num: int, pool: int = SCREEN_POOL) -> tuple[int, ...]:
 def _gd_numpy(wells: GaussianWells, x0, h: float, steps: int) -> np.ndarray:
     x = np.asarray(x0, np.float64)
     for _ in range(steps):
-        x = x - h * wells._numpy_grad(x)
+        x = x - h * wells.numpy_grad(x)
     return x
 
 

@@ -1,7 +1,7 @@
 """The SVRG-HMC paper's experiments (Li, Zhang, Cheng, Zhu & Li): Bayesian linear and logistic
 regression on UCI data, seven samplers against data passes.
 
-Protocol (paper Sec. 5; ALGORITHMS.md §5): a seeded 70/10/20 split with features (and
+Protocol (paper Sec. 5): a seeded 70/10/20 split with features (and
 regression targets) standardised on the training split; a column of ones for the intercept;
 prior N(0, I); unit noise for regression; batch b = 10 and SVRG period K = n/b (n = training
 size); every chain starts from θ₀ = 0 and p₀ = 0 (Alg. 1–4; ``init_momentum="zero"``); step
@@ -43,11 +43,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
-from .. import datasets, models
-from ..driver import sample
-from ..errors import DivergenceError
-from ..estimators import saga, svrg, uniform
-from ..sampler import sghmc, sgld
+from .. import DivergenceError, datasets, models, saga, sample, sghmc, sgld, svrg, uniform
 from . import Experiment
 from . import verdict as V
 from ._plot import pyplot, save

@@ -1,8 +1,8 @@
-"""The SVRG-HMC paper's Bayesian-neural-network experiments (Li, Zhang, Lin, Zhou, Sec. 5.3):
+"""The SVRG-HMC paper's Bayesian-neural-network experiments (Li, Zhang, Cheng, Zhu & Li, Sec. 5.3):
 SGHMC, SVRG-LD, SVRG-HMC and SVRG2nd-HMC against data passes on protein (regression, test
 RMSE) and letter (26 classes, test log-likelihood).
 
-Protocol (paper Sec. 5 and 5.3; ALGORITHMS.md §5), reusing :mod:`.svrg_hmc`'s samplers
+Protocol (paper Sec. 5 and 5.3), reusing :mod:`.svrg_hmc`'s samplers
 (:func:`~.svrg_hmc.make_sampler`: batch b = 10, SVRG period K = n/b), its cost model
 (:func:`~.svrg_hmc.evals_per_step`) and its step-size grid (:func:`~.svrg_hmc.grid`):
 
@@ -56,9 +56,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import datasets, models
-from ..driver import sample
-from ..errors import DivergenceError
+from .. import DivergenceError, datasets, models, sample
 from ..metrics import predictions
 from . import Experiment
 from . import verdict as V

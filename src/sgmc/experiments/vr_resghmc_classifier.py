@@ -1,5 +1,5 @@
-"""The VR-reSGLD paper's deep-learning comparison (Deng et al., Sec. 5.2–5.3, Tables 1–2,
-Fig. 3–4; ALGORITHMS.md §7) at a scale this CPU can run.
+"""The VR-reSGLD paper's deep-learning comparison (Deng et al. 2021, Sec. 5.2–5.3,
+Tables 1–2, Fig. 3–4) at a scale this CPU can run.
 
 The paper trains ResNet-20/32/56 on CIFAR-10/100 (500 epochs, batch 256) and compares SGHMC,
 reSGHMC, VR-reSGHMC and cVR-reSGHMC by accuracy, swaps and calibration (Brier score, entropy
@@ -68,10 +68,16 @@ import time
 import jax
 import numpy as np
 
-from .. import datasets, metrics, models
-from ..coupling import cv_energy, minibatch_energy, replica_exchange
-from ..driver import sample
-from ..sampler import sghmc
+from .. import (
+    cv_energy,
+    datasets,
+    metrics,
+    minibatch_energy,
+    models,
+    replica_exchange,
+    sample,
+    sghmc,
+)
 from ..schedules import cyclical, geometric
 from . import Experiment
 from . import verdict as V

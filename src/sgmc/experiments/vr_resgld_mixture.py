@@ -1,5 +1,5 @@
-"""The VR-reSGLD paper's Gaussian-mixture experiment (Deng et al., Sec. 5.1, Fig. 2, App. G;
-ALGORITHMS.md §7).
+"""The VR-reSGLD paper's Gaussian-mixture experiment (Deng et al. 2021, Sec. 5.1, Fig. 2,
+App. G).
 
 x_i ~ ½ N(β, 5²) + ½ N(20 − β, 5²), β* = −5, flat prior: two posterior modes (−5 and 25) of
 exactly equal weight; the tempered density exp(log p(x | β)/τ) on a grid is the reference.
@@ -30,10 +30,7 @@ import os
 import jax.numpy as jnp
 import numpy as np
 
-from .. import models
-from ..coupling import cv_energy, minibatch_energy, replica_exchange
-from ..driver import sample
-from ..sampler import sgld
+from .. import cv_energy, minibatch_energy, models, replica_exchange, sample, sgld
 from . import Experiment
 from . import verdict as V
 from ._plot import pyplot, save
@@ -79,7 +76,24 @@ def _run(post, method: str, tau, eta, n, m, steps, chains, seed, correction=1.0)
     return draws, swaps, var
 
 
-def _row(name, draws, swaps, var, x, tau, steps):
+def summary_row(name: str, draws, swaps, var, x, tau: float, steps: int) -> dict:
+    """One row of the experiment's table from a run's per-chain results.
+
+    Args:
+        name: the row's label (``"method"``).
+        draws: the cold replica's draws of β, shaped (chains, draws).
+        swaps: swaps per chain, shaped (chains,).
+        var: per chain, the mean σ̂² the kept steps' swaps used (NaN without swaps).
+        x: the data set (for the exact tempered density).
+        tau: the cold temperature τ₁ (the density the histogram is compared with).
+        steps: steps per chain (the swap rate is per kept step, 90 % of them).
+
+    Returns:
+        a dict: ``method``, mean swaps and their SE, ``swap_rate``, mean σ̂² and its SE,
+        ``mode_weight`` (the cold replica's fraction of draws in the mode at −5; exact 0.5)
+        and its SE over chains, ``tv`` (total variation between the pooled histogram and the
+        exact tempered density) and ``chains``.
+    """
     w = _mode_weight(draws)
     v_mean, v_se = V.mean_se(var)
     s_mean, s_se = V.mean_se(swaps)
@@ -116,7 +130,7 @@ def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0, data_ro
     for name, method, f in paper:
         d, s, v = _run(post_big, method, (10.0, 1000.0), 1e-7, 100 if quick else n_big // 100,
                        40, steps_big, chains_big, seed + 1, f)
-        rows.append(_row(name, d, s, v, x_big, 10.0, steps_big))
+        rows.append(summary_row(name, d, s, v, x_big, 10.0, steps_big))
         rows[-1]["variance_chains"] = v.tolist()
     result["paper_settings"] = {"N": n_big, "steps": steps_big, "chains": chains_big,
                                 "rows": rows}
@@ -129,7 +143,7 @@ def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0, data_ro
     rows = []
     for name, method, f in METHODS:
         d, s, v = _run(post, method, (25.0, 1000.0), 2e-3, 100, 40, steps, chains, seed + 2, f)
-        rows.append(_row(name, d, s, v, x, 25.0, steps))
+        rows.append(summary_row(name, d, s, v, x, 25.0, steps))
         rows[-1]["variance_chains"] = v.tolist()
         rows[-1]["swaps_chains"] = np.asarray(s).tolist()
     result["mixing"] = {"N": 1000, "n": 100, "chains": chains, "steps": steps, "rows": rows}
@@ -153,7 +167,7 @@ def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0, data_ro
     rows = []
     for name, method, f in METHODS[1:2] + METHODS[3:5]:
         d, s, v = _run(post, method, (1.0, 1000.0), 2e-3, 100, 40, steps, chains, seed + 4, f)
-        rows.append(_row(name, d, s, v, x, 1.0, steps))
+        rows.append(summary_row(name, d, s, v, x, 1.0, steps))
     result["tau1_one"] = {"rows": rows}
 
     claims = _report(result)
