@@ -1,4 +1,4 @@
-"""Energy estimators for the replica-exchange swap test (VR-reSGLD paper, Sec. 3; ALGORITHMS.md §3).
+"""Energy estimators for the replica-exchange swap test (Deng et al. 2021, VR-reSGLD, Sec. 3).
 
 Both estimate U(θ) = U₀(θ) + w Σ_i L_i(θ) on a minibatch B of size n (U₀ the exact prior term,
 L_i the per-example energies, w the data weight):
@@ -29,10 +29,16 @@ and :meth:`CVEnergy.diff_variance` returns its unbiased plug-in estimate
 (2Kn evaluations). :mod:`sgmc.coupling.replica` draws that minibatch independently of the
 swap's and keeps one stochastic-approximation average per age (see there).
 
-An estimator is a pytree dataclass with ``init(problem, position)`` (per-replica state),
-``init_evals(problem)``, ``estimate(problem, state, θ, idx) -> (Ũ, evals)``,
-``terms(problem, state, θ, idx) -> (X, Y)`` (for the adaptive coefficient), ``refresh(problem,
-state, θ) -> (state, evals)`` (called every ``period`` steps) and ``with_coef(state, c)``.
+An estimator is a pytree dataclass with the fields ``batch_size``, ``period`` (the anchor
+refresh period m; ``None`` for the estimators without anchors), ``adaptive`` and
+``evals_per_datum`` (per-example energy evaluations per datum of an estimate), and the methods
+``init(problem, position)`` (per-replica state), ``init_evals(problem)``,
+``estimate(problem, state, θ, idx) -> (Ũ, evals)`` and ``refresh(problem, state, θ) ->
+(state, evals)``. :class:`CVEnergy` adds ``terms(problem, state, θ, idx) -> (X, Y)`` (for the
+adaptive coefficient) and ``diff_variance`` (above); its state is a :class:`CVEnergyState`
+(anchor β̂, w L̂ and the coefficient c), whose anchor the coupling refreshes every ``period``
+steps and whose ``coef`` field the coupling replaces with the smoothed estimate of c
+(``state._replace(coef=c)``) when ``adaptive``.
 """
 
 from __future__ import annotations
