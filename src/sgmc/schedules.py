@@ -3,7 +3,8 @@
 A schedule is a small pytree whose numbers are leaves (changing them does not recompile).
 Samplers accept a float (a constant schedule) or any schedule here. The injected noise is
 always computed from the *current* h_t, so a decaying step size keeps the chain at the
-right temperature (a pitfall of the public reference code, ALGORITHMS.md §3).
+right temperature (the public reference code of the VR-reSGLD paper, Deng et al. 2021, does not
+rescale the noise when the learning rate decays).
 """
 
 from __future__ import annotations

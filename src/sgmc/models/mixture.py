@@ -1,4 +1,4 @@
-"""The VR-reSGLD paper's 1-D Gaussian-mixture posterior (Sec. 5.1; ALGORITHMS.md §7).
+"""The VR-reSGLD paper's 1-D Gaussian-mixture posterior (Deng et al. 2021, Sec. 5.1).
 
 Data x_i ~ ½ N(β, σ²) + ½ N(φ − β, σ²) with known φ and σ; a flat prior on β. The likelihood
 is symmetric under β ↔ φ − β, so the posterior has two modes of exactly equal weight (at
