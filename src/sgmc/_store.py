@@ -22,34 +22,11 @@ from typing import Any
 import jax
 import numpy as np
 
-from .result import Result, _decode, _encode, _json_default
+from ._serial import tree_from_spec, tree_spec, write_json_atomic
+from .result import Result
 
 PyTree = Any
 STREAM_FORMAT = "sgmc.Result/stream1"
-
-
-def write_json_atomic(path: str, obj: Any) -> None:
-    """Write JSON to a temporary file and rename it over ``path`` (never half a file)."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as fh:
-        json.dump(obj, fh, default=_json_default)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def tree_spec(tree: PyTree) -> tuple[Any, list[int]]:
-    """A JSON description of ``tree``'s structure (dicts, lists, tuples, None) and, for each
-    of its leaves in the description's order, the leaf's index in JAX's leaf order."""
-    leaves, treedef = jax.tree.flatten(tree)
-    order: list = []
-    spec = _encode(jax.tree.unflatten(treedef, list(range(len(leaves)))), order)
-    return spec, [int(i) for i in order]
-
-
-def tree_from_spec(spec: Any, order: list[int], leaves: list) -> PyTree:
-    """Inverse of :func:`tree_spec`: the tree with ``leaves`` (in JAX's leaf order)."""
-    return _decode(spec, [leaves[i] for i in order])
 
 
 class MemorySink:

@@ -33,8 +33,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from ._serial import json_default
 from .errors import CheckpointError
-from .result import _json_default
 
 __all__ = ["fingerprint", "read", "write"]
 
@@ -70,7 +70,7 @@ def write(path: str, header: dict, arrays: dict[str, np.ndarray]) -> None:
     header = dict(header, format=FORMAT, checksums={k: _checksum(v) for k, v in arrays.items()})
     tmp = f"{path}.tmp"
     with open(tmp, "wb") as fh:
-        np.savez(fh, header=np.asarray(json.dumps(header, default=_json_default)), **arrays)
+        np.savez(fh, header=np.asarray(json.dumps(header, default=json_default)), **arrays)
         fh.flush()
         os.fsync(fh.fileno())
     if os.path.exists(path):

@@ -10,40 +10,12 @@ from typing import Any
 
 import numpy as np
 
+from ._serial import decode_tree, encode_tree, json_default
+
 __all__ = ["Result"]
 
 PyTree = Any
 _FORMAT = "sgmc.Result/1"
-
-
-def _encode(tree: PyTree, leaves: list) -> Any:
-    """A JSON description of a pytree of arrays (dict / list / tuple / namedtuple / None)."""
-    if tree is None:
-        return {"none": None}
-    if isinstance(tree, tuple) and hasattr(tree, "_fields"):
-        return {"dict": {k: _encode(v, leaves) for k, v in tree._asdict().items()}}
-    if isinstance(tree, Mapping):
-        for k in tree:
-            if not isinstance(k, str):
-                raise TypeError(f"only string dictionary keys can be saved, got {k!r}")
-        return {"dict": {k: _encode(v, leaves) for k, v in tree.items()}}
-    if isinstance(tree, (list, tuple)):
-        kind = "list" if isinstance(tree, list) else "tuple"
-        return {kind: [_encode(v, leaves) for v in tree]}
-    leaves.append(np.asarray(tree))
-    return {"leaf": len(leaves) - 1}
-
-
-def _decode(spec: Any, leaves: list) -> PyTree:
-    (kind, body), = spec.items()
-    if kind == "none":
-        return None
-    if kind == "leaf":
-        return leaves[body]
-    if kind == "dict":
-        return {k: _decode(v, leaves) for k, v in body.items()}
-    items = [_decode(v, leaves) for v in body]
-    return items if kind == "list" else tuple(items)
 
 
 def _flat_names(tree: PyTree, prefix: str = "") -> dict[str, np.ndarray]:
@@ -109,11 +81,11 @@ class Result:
     def save(self, path: str | os.PathLike) -> None:
         """Write the draws, info and metadata to an ``.npz`` file (no pickle)."""
         leaves: list[np.ndarray] = []
-        spec = _encode(self.samples, leaves)
+        spec = encode_tree(self.samples, leaves)
         arrays = {f"samples/{i}": a for i, a in enumerate(leaves)}
         arrays.update({f"info/{k}": np.asarray(v) for k, v in self.info.items()})
         header = {"format": _FORMAT, "spec": spec, "meta": self.meta}
-        arrays["header"] = np.asarray(json.dumps(header, default=_json_default))
+        arrays["header"] = np.asarray(json.dumps(header, default=json_default))
         with open(path, "wb") as fh:
             np.savez(fh, **arrays)
 
@@ -134,7 +106,7 @@ class Result:
             n_leaves = sum(1 for k in npz.files if k.startswith("samples/"))
             leaves = [npz[f"samples/{i}"] for i in range(n_leaves)]
             info = {k[len("info/"):]: npz[k] for k in npz.files if k.startswith("info/")}
-        return cls(_decode(header["spec"], leaves), info, header["meta"])
+        return cls(decode_tree(header["spec"], leaves), info, header["meta"])
 
     # -- diagnostics -------------------------------------------------------------------
     def has_replica_axis(self) -> bool:
@@ -230,11 +202,3 @@ def _leaves(tree: PyTree) -> list:
     import jax
 
     return jax.tree.leaves(tree)
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    raise TypeError(f"cannot store {type(obj).__name__} in result metadata")

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._store import tree_from_spec, tree_spec
+from .._serial import tree_from_spec, tree_spec
 from ..errors import CheckpointError
 
 __all__ = ["Settings", "fill", "position_spec", "position_template"]

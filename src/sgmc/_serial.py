@@ -1,0 +1,84 @@
+"""Plain-data forms of pytrees and NumPy values, for files that never run code when read.
+
+A pytree of arrays made of dicts, lists, tuples, namedtuples and None is described as JSON
+(:func:`encode_tree`) with its leaves kept aside in a list, and rebuilt by
+:func:`decode_tree`; :func:`tree_spec` / :func:`tree_from_spec` do the same for JAX's leaf
+order. Results (``Result.save``), streamed draws and checkpoints all store trees this way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import numpy as np
+
+__all__ = ["decode_tree", "encode_tree", "json_default", "tree_from_spec", "tree_spec",
+           "write_json_atomic"]
+
+PyTree = Any
+
+
+def encode_tree(tree: PyTree, leaves: list) -> Any:
+    """A JSON description of a pytree of arrays (dict / list / tuple / namedtuple / None)."""
+    if tree is None:
+        return {"none": None}
+    if isinstance(tree, tuple) and hasattr(tree, "_fields"):
+        return {"dict": {k: encode_tree(v, leaves) for k, v in tree._asdict().items()}}
+    if isinstance(tree, Mapping):
+        for k in tree:
+            if not isinstance(k, str):
+                raise TypeError(f"only string dictionary keys can be saved, got {k!r}")
+        return {"dict": {k: encode_tree(v, leaves) for k, v in tree.items()}}
+    if isinstance(tree, (list, tuple)):
+        kind = "list" if isinstance(tree, list) else "tuple"
+        return {kind: [encode_tree(v, leaves) for v in tree]}
+    leaves.append(np.asarray(tree))
+    return {"leaf": len(leaves) - 1}
+
+
+def decode_tree(spec: Any, leaves: list) -> PyTree:
+    (kind, body), = spec.items()
+    if kind == "none":
+        return None
+    if kind == "leaf":
+        return leaves[body]
+    if kind == "dict":
+        return {k: decode_tree(v, leaves) for k, v in body.items()}
+    items = [decode_tree(v, leaves) for v in body]
+    return items if kind == "list" else tuple(items)
+
+
+def json_default(obj: Any) -> Any:
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    raise TypeError(f"cannot store {type(obj).__name__} in result metadata")
+
+
+def write_json_atomic(path: str, obj: Any) -> None:
+    """Write JSON to a temporary file and rename it over ``path`` (never half a file)."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as fh:
+        json.dump(obj, fh, default=json_default)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def tree_spec(tree: PyTree) -> tuple[Any, list[int]]:
+    """A JSON description of ``tree``'s structure (dicts, lists, tuples, None) and, for each
+    of its leaves in the description's order, the leaf's index in JAX's leaf order."""
+    leaves, treedef = jax.tree.flatten(tree)
+    order: list = []
+    spec = encode_tree(jax.tree.unflatten(treedef, list(range(len(leaves)))), order)
+    return spec, [int(i) for i in order]
+
+
+def tree_from_spec(spec: Any, order: list[int], leaves: list) -> PyTree:
+    """Inverse of :func:`tree_spec`: the tree with ``leaves`` (in JAX's leaf order)."""
+    return decode_tree(spec, [leaves[i] for i in order])
