@@ -1,4 +1,4 @@
-"""Replica-exchange optimisation (Dong & Tong; ALGORITHMS.md §4): GD×LD, nGD×LD, SGD×SGLD and
+"""Replica-exchange optimisation (Dong & Tong 2021, Alg. 1–2): GD×LD, nGD×LD, SGD×SGLD and
 the baselines through ``sgmc.minimize``, on the paper's test functions.
 
 The 25-well tests use the weights of ``gaussian_wells(seed=2)`` (best well 0.081, runner-up

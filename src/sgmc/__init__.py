@@ -1,6 +1,6 @@
 """sgmc: scalable Bayesian sampling and global optimisation with stochastic gradients, on JAX.
 
-A sampler is a composition problem × estimator × dynamics × coupling (see DESIGN.md):
+A sampler is a composition problem × estimator × dynamics × coupling (docs/architecture.md):
 
 >>> import sgmc
 >>> post = sgmc.models.linear_regression(X, y)                       # doctest: +SKIP

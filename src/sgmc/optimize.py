@@ -1,5 +1,5 @@
 """Global optimisation by replica exchange: GD×LD, SGD×SGLD and baselines (Dong & Tong;
-ALGORITHMS.md §4).
+JMLR 22 (2021), Alg. 1–2).
 
 A method is a coupling (or a single sampler) from the sampling side: GD×LD is
 :func:`sgmc.replica_exchange` over ``sgmc.sgld`` with temperatures (0, γ) and the greedy

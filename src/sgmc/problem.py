@@ -10,7 +10,7 @@ an objective that averages over data). Temperature divides the energy: samplers 
 exp(−U/τ). The oracle gives
 
 * the unbiased minibatch estimate Û_B(θ) = U₀(θ) + (w N / n) Σ_{i∈B} L_i(θ) and its gradient
-  (ALGORITHMS.md notation; N/n scaling for posteriors, a batch mean for objectives);
+  (the notation of docs/samplers.md; N/n scaling for posteriors, a batch mean for objectives);
 * sums over a minibatch of L_i and ∇L_i, and per-example values and gradients, which is what
   variance reduction and non-uniform subsampling act on — the exact term is never subsampled;
 * full-data energy and gradient computed in fixed-size chunks, so memory is O(chunk · d)
@@ -324,7 +324,7 @@ class Problem:
 class Posterior(Problem):
     """A Bayesian posterior p(θ | x₁..x_N) ∝ p(θ) Π_i p(x_i | θ).
 
-    Energy U(θ) = −log p(θ) − Σ_i log p(x_i | θ) (DESIGN.md; ALGORITHMS.md notation).
+    Energy U(θ) = −log p(θ) − Σ_i log p(x_i | θ) (the notation of docs/samplers.md).
 
     Args:
         loglik: ``loglik(params, datum) -> scalar``, the log-likelihood of ONE datum, where

@@ -129,7 +129,7 @@ def _common(step_size, batch_size, temperature, estimator):
 
 def sgld(step_size: float | Schedule, batch_size: int | None = None, temperature: float = 1.0,
          estimator: Estimator | None = None) -> Sampler:
-    """Stochastic-gradient Langevin dynamics (Welling & Teh 2011; ALGORITHMS.md §1).
+    """Stochastic-gradient Langevin dynamics (Welling & Teh 2011, eq. 4).
 
         θ_{k+1} = θ_k − h_k ∇̃U(θ_k) + sqrt(2 h_k τ) ξ_k
 

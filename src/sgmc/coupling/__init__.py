@@ -1,4 +1,4 @@
-"""Couplings: how several replicas of a sampler interact (DESIGN.md, the coupling axis).
+"""Couplings: how several replicas of a sampler interact (the coupling axis).
 
 :func:`replica_exchange` stacks K replicas of any sampler at a temperature ladder and swaps
 adjacent pairs with the bias-corrected Metropolis rule of reSGLD / VR-reSGLD; the swap test's

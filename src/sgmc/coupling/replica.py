@@ -1,5 +1,5 @@
 """Replica exchange (parallel tempering) SG-MCMC with the bias-corrected swap rule
-(Deng, Feng, Gao, Liang & Lin, reSGLD; Deng et al., VR-reSGLD, Alg. 1–2; ALGORITHMS.md §3).
+(Deng, Feng, Gao, Liang & Lin, reSGLD; Deng et al., VR-reSGLD, Alg. 1–2, eq. 5).
 
 K replicas of one base sampler run at temperatures τ_1 < … < τ_K (and their own step sizes),
 stacked on a leading axis and moved with ``vmap``: the same minibatch for every replica in a
@@ -56,13 +56,13 @@ schedule F_t, e.g. ``schedules.geometric(F0, 1.02, epoch, stop=burn_in)`` anneal
 τ_t = τ₀/1.02^k so that the correction a_t σ̂²/(2F_t) keeps its scale while a_t grows.
 
 **Swaps.** Positions swap; energy anchors and their cached full energies travel with them
-(ALGORITHMS.md §3 pitfalls). Momenta, preconditioners and gradient-estimator state (SVRG
-snapshots, SAGA tables) stay with their temperature slot: the target is a product over
-slots, so swapping positions alone is a valid Metropolis move, the estimators stay unbiased,
-and no O(N) table is copied. Pairs attempted: with ``schedule="even_odd"`` pairs with
-k ≡ j (mod 2) at the j-th attempt (deterministic even–odd, non-reversible); with
-``"stochastic"`` the parity is drawn at random. With two replicas the one pair is attempted
-every time.
+(a pitfall of the VR-reSGLD paper's public reference code). Momenta, preconditioners and
+gradient-estimator state (SVRG snapshots, SAGA tables) stay with their temperature slot: the
+target is a product over slots, so swapping positions alone is a valid Metropolis move, the
+estimators stay unbiased, and no O(N) table is copied. Pairs attempted: with
+``schedule="even_odd"`` pairs with k ≡ j (mod 2) at the j-th attempt (deterministic even–odd,
+non-reversible); with ``"stochastic"`` the parity is drawn at random. With two replicas the
+one pair is attempted every time.
 
 Samples are the coldest replica's (``output="coldest"``) or every replica's (``"all"``: an
 extra replica axis after the draw axis). ``res.info`` gains ``swaps`` and ``swap_attempts``
@@ -71,8 +71,8 @@ per pair (counts per draw interval), ``energy_variance`` (σ̂² per pair) and
 Gradient-evaluation counts include energy evaluations, anchor passes and replicates.
 
 **Exchange rules.** The Metropolis test above is the default rule (``rule=None``). The same
-coupling with :class:`GreedyRule` is GD×LD / SGD×SGLD (Dong & Tong, Alg. 1–2; ALGORITHMS.md
-§4), the singular limit of replica exchange when the cold replica's temperature → 0: two
+coupling with :class:`GreedyRule` is GD×LD / SGD×SGLD (Dong & Tong 2021,
+Alg. 1–2), the singular limit of replica exchange when the cold replica's temperature → 0: two
 replicas, X at τ = 0 (gradient descent) and Y at τ = γ (Langevin), both stepped by the same
 ``vmap``-ed transition on the same minibatch; then, if F̂(Y) < F̂(X) − t0, they swap
 (X, Y) ← (Y, X) or, ``copy=True`` (nGD×LD), (X, Y) ← (Y, Y). F̂ is the exact objective when

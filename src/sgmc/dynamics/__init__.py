@@ -1,4 +1,4 @@
-"""Dynamics: how the state moves given a gradient estimate (DESIGN.md, the dynamics axis)."""
+"""Dynamics: how the state moves given a gradient estimate (the dynamics axis)."""
 
 from .base import StepParams
 from .langevin import Langevin, LangevinState

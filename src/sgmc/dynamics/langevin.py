@@ -1,6 +1,6 @@
 """Overdamped Langevin dynamics: SGLD (Welling & Teh 2011), and SGD/GD at τ = 0.
 
-Euler–Maruyama discretisation of dθ = −∇U dt + sqrt(2τ) dW (ALGORITHMS.md §1):
+Euler–Maruyama discretisation of dθ = −∇U dt + sqrt(2τ) dW (Welling & Teh 2011, eq. 4):
 
     θ_{k+1} = θ_k − h ∇̃U(θ_k) + sqrt(2 h τ) ξ_k,    ξ_k ~ N(0, I).
 """

@@ -1,4 +1,4 @@
-"""Gradient estimators: how ∇U is estimated from a minibatch (DESIGN.md, the estimator axis)."""
+"""Gradient estimators: how ∇U is estimated from a minibatch (the estimator axis)."""
 
 from .base import SAMPLING_SCHEMES, Context, Estimator
 from .batching import Batcher

@@ -1,4 +1,4 @@
-"""EWSG: exponentially weighted stochastic gradients (Li, Wang, Zha & Tao; ALGORITHMS.md §2).
+"""EWSG: exponentially weighted stochastic gradients (Li, Wang, Zha & Tao, Alg. 1 and eq. 4).
 
 Underdamped Langevin (EWSG paper eq. 3, explicit Euler–Maruyama θ_{k+1} = θ_k + h r_k,
 r_{k+1} = r_k − (∇V(θ_k) + γ r_k)h + σ√h ξ: ``sghmc(..., integrator="explicit")``; the
@@ -47,7 +47,7 @@ default), or persists in the estimator state across steps (``persistent=True``, 
 reading). Cost: (M + 1) per-example gradients per slot per
 step, counted.
 
-EWSG + SVRG (paper Sec. G, not in our copy; ALGORITHMS.md §2): the same weights applied to the
+EWSG + SVRG (the paper's App. G, not in our copy): the same weights applied to the
 SVRG-corrected per-example terms t_i = ∇L_i(θ) − ∇L_i(w) + g/N (Σ_i t_i = Σ_i ∇L_i(θ)), i.e.
 a_i = √h w t_i/σ and the gradient ∇U₀ + w N t_I.
 """

@@ -1,4 +1,4 @@
-"""SAGA, dense and lightweight (ALGORITHMS.md §2).
+"""SAGA, dense and lightweight (Li et al., SVRG-HMC, Alg. 2 and 4).
 
 A table holds, for every datum, the gradient ∇L_i(α_i) at the last point α_i where it was
 evaluated, and g = Σ_i ∇L_i(α_i). With a minibatch B (SAGA-LD, Dubey et al. 2016; SAGA-HMC,

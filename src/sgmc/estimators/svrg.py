@@ -1,4 +1,4 @@
-"""SVRG and the fixed-centre control variate (ALGORITHMS.md §2).
+"""SVRG and the fixed-centre control variate (Li et al., SVRG-HMC, Alg. 1 and 3; Baker et al. 2019).
 
 Every ``period`` steps (K) the anchor w moves to the current evaluation point and one chunked
 full pass stores g = Σ_i ∇L_i(w); in between

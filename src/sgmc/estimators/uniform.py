@@ -2,7 +2,7 @@
 
     ∇̃U(θ) = ∇U₀(θ) + (w N / n) Σ_{i∈B} ∇L_i(θ)
 
-(ALGORITHMS.md §2; Welling & Teh 2011), unbiased when B is drawn uniformly, with replacement
+(Welling & Teh 2011, eq. 4), unbiased when B is drawn uniformly, with replacement
 or as consecutive slices of a random permutation. With the full data (``batch_size=None``)
 it is the exact gradient ∇U, computed in chunks.
 """
