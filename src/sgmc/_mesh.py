@@ -23,7 +23,6 @@ each its own path (e.g. ``f"run-{jax.process_index()}.ckpt"``).
 
 from __future__ import annotations
 
-import copy
 from typing import Any, NamedTuple
 
 import jax
@@ -48,8 +47,8 @@ def check_mesh(mesh: Any, num_chains: int, sampler: Any, problem: Any) -> None:
         raise ValueError(f"num_chains ({num_chains}) must be a multiple of the mesh's "
                          f"{CHAINS!r} axis size ({n_dev})")
     if REPLICAS in names:
-        k = getattr(sampler, "num_replicas", None)
-        if k is None:
+        k = sampler.num_replicas
+        if k == 1:
             raise ValueError(f"the mesh has a {REPLICAS!r} axis but the sampler is not a "
                              "replica-exchange coupling")
         if k % mesh.shape[REPLICAS]:
@@ -69,8 +68,7 @@ def split_data(mesh: Mesh, problem: Any) -> tuple[Any, Any]:
     replicated = NamedSharding(mesh, P())
     if DATA not in mesh.axis_names:
         return problem, replicated
-    problem = copy.copy(problem)
-    object.__setattr__(problem, "data_shards", mesh.shape[DATA])
+    problem = problem.split_rows(mesh.shape[DATA])
     sharding = jax.tree.map(lambda _: replicated, problem)
     object.__setattr__(sharding, "data", jax.tree.map(
         lambda _: NamedSharding(mesh, P(DATA)), problem.data))

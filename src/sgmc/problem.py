@@ -171,6 +171,16 @@ class Problem:
         object.__setattr__(new, "data", put(self.stream.fetch(block)))
         return new
 
+    def split_rows(self, parts: int) -> Problem:
+        """This problem with its full-data passes summed over ``parts`` equal parts of the
+        rows (a device mesh's ``"data"`` axis splits them: :mod:`sgmc._mesh`)."""
+        if self.num_data % parts:
+            raise ValueError(f"the number of data ({self.num_data}) must be a multiple of "
+                             f"{parts} parts")
+        new = copy.copy(self)
+        object.__setattr__(new, "data_shards", int(parts))
+        return new
+
     # -- minibatches -------------------------------------------------------------------
     @property
     def has_data(self) -> bool:
