@@ -24,7 +24,7 @@ import jax
 
 from .rng import Rng
 
-__all__ = ["REDUCTIONS", "Kernel", "Reduction", "check_info"]
+__all__ = ["KERNEL_MEMBERS", "REDUCTIONS", "Kernel", "Reduction", "check_info"]
 
 PyTree = Any
 
@@ -79,6 +79,11 @@ class Kernel(Protocol):
 
     def meta(self) -> dict:
         """Static facts recorded in ``Result.meta`` (e.g. which replicas a draw holds)."""
+
+
+#: The members a kernel must have (the protocol's, for error messages).
+KERNEL_MEMBERS = ("name", "batch_size", "num_replicas", "replica_stacked", "init", "step",
+                  "draw", "info_spec", "init_evals", "check", "meta")
 
 
 def check_info(kernel: Kernel, info: Mapping[str, Any]) -> None:

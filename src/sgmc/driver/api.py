@@ -19,7 +19,7 @@ from .. import checkpoint as ckpt
 from .._mesh import check_mesh
 from .._store import DiskSink, MemorySink
 from .._tree import all_finite, as_float_tree
-from ..kernel import Kernel
+from ..kernel import KERNEL_MEMBERS, Kernel
 from ..problem import Problem
 from ..result import Result
 from .checkpoint import Settings, fill, position_spec, position_template
@@ -132,8 +132,10 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
         raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
                         f"{type(problem).__name__}")
     if not isinstance(sampler, Kernel):
-        raise TypeError("sampler must be an sgmc sampler such as sgmc.sgld(...), got "
-                        f"{type(sampler).__name__}")
+        missing = [m for m in KERNEL_MEMBERS if not hasattr(sampler, m)]
+        raise TypeError("sampler must be an sgmc sampler such as sgmc.sgld(...) or a kernel "
+                        f"(sgmc.kernel.Kernel), got {type(sampler).__name__}"
+                        + (f", which lacks {', '.join(missing)}" if missing else ""))
     num_steps = check.integer("num_steps", num_steps, lo=1)
     num_chains = check.integer("num_chains", num_chains, lo=1)
     burn_in = check.integer("burn_in", burn_in, lo=0, hi=num_steps - 1)
