@@ -257,6 +257,20 @@ COMBINATIONS = _combinations()
 # The contract, for every combination
 # --------------------------------------------------------------------------------------
 
+_COMPILED = [0]
+
+
+@pytest.fixture
+def _few_programs():
+    """Drop JAX's compiled programs every 16 combinations: each combination's program is
+    compiled once and never reused, and a module that keeps a hundred of them mapped
+    crashed XLA:CPU inside a compile (SIGSEGV; see tests/conftest.py, memory maps)."""
+    _COMPILED[0] += 1
+    if _COMPILED[0] % 16 == 0:
+        jax.clear_caches()
+
+
+@pytest.mark.usefixtures("_few_programs")
 @pytest.mark.parametrize(("est_name", "int_name", "cpl_name"), COMBINATIONS)
 def test_contract(post, est_name, int_name, cpl_name):
     kernel = _build(est_name, int_name, cpl_name)
