@@ -200,6 +200,10 @@ def psgld(step_size: float | Schedule, batch_size: int | None = None, temperatur
         estimator: gradient estimator, default :func:`sgmc.uniform`.
     """
     schedule, batch_size, tau, estimator = _common(step_size, batch_size, temperature, estimator)
+    if estimator.needs_kick:
+        raise ValueError(f"psgld cannot use {type(estimator).__name__}: its weights are "
+                         "derived for the kick of SGLD/SGHMC, not pSGLD's preconditioned "
+                         "noise; use sgld(...) or sghmc(...)")
     a = check.real("alpha", alpha, lo=0.0, hi=1.0, hi_open=True)
     e = check.positive("eps", eps)
     return Sampler(PSGLD(a, e), estimator, schedule, tau, batch_size, "psgld")

@@ -1,7 +1,8 @@
 """Preconditioned SGLD (Li, Chen, Carlson & Carin 2016), a baseline of the EWSG paper.
 
-RMSprop preconditioner from the per-datum mean gradient ḡ = ∇̃U / N (N = number of data;
-1 for data-free problems), with α = 0.99 and λ = 1e-5 by default:
+RMSprop preconditioner from the per-datum mean gradient ḡ = ∇̃U / (wN) (wN = N for a
+posterior; 1 for an objective, whose U is already a mean over the data, and for data-free
+problems), with α = 0.99 and λ = 1e-5 by default:
 
     V_{k+1} = α V_k + (1 − α) ḡ ⊙ ḡ,    G = 1 / (λ + sqrt(V_{k+1})),
     θ_{k+1} = θ_k − h G ⊙ ∇̃U(θ_k) + sqrt(2 h τ G) ⊙ ξ_k.
@@ -44,10 +45,13 @@ class PSGLD:
     def step(self, problem, estimator, state, batch, rng, params):
         r_est, r_noise = as_rng(rng).split()
         h, tau = params.step_size, params.temperature
-        ctx = Context(t=params.t, step_size=h, temperature=tau,
-                      noise_scale=jnp.sqrt(2.0 * h * tau), drift=state.position)
+        # No kick is described: the preconditioned noise √(2hτG) is not one EWSG's weights
+        # were derived for (the psgld factory refuses such estimators).
+        ctx = Context(t=params.t, step_size=h, temperature=tau)
         grad, est, n = estimator.estimate(problem, state.est, state.position, batch, r_est, ctx)
-        per_datum = 1.0 / max(problem.total_data, 1)
+        # ḡ = ∇̃U / (w N): the per-datum mean (w N = N for a posterior, streamed or not;
+        # 1 for an objective, whose gradient is already a mean, and without data).
+        per_datum = 1.0 / max(problem.data_weight * problem.num_data, 1.0)
         v = jax.tree.map(lambda v, g: self.alpha * v + (1.0 - self.alpha) * (g * per_datum) ** 2,
                          state.square_avg, grad)
         precond = jax.tree.map(lambda v: 1.0 / (self.eps + jnp.sqrt(v)), v)

@@ -63,6 +63,8 @@ class GradientEstimator(Protocol):
     sampling: str
     #: True if the estimator is undefined at temperature 0 (EWSG's weights divide by σ).
     needs_temperature: bool
+    #: True if it reads the kick the dynamics describe in the :class:`Context` (EWSG).
+    needs_kick: bool
 
     def with_batch_size(self, batch_size: int | None) -> GradientEstimator: ...
 
@@ -82,6 +84,9 @@ class Estimator:
     sampling: str
     #: True if the estimator is undefined at temperature 0 (EWSG's weights divide by σ).
     needs_temperature: bool = False
+    #: True if it reads the kick the dynamics describe in the Context (EWSG): dynamics that
+    #: describe none (pSGLD's preconditioned noise) refuse it.
+    needs_kick: bool = False
 
     def with_batch_size(self, batch_size: int | None) -> Estimator:
         """The estimator configured for a sampler's minibatch size (most ignore it)."""

@@ -94,6 +94,7 @@ class EWSG(Estimator):
     control: Any = None  # an SVRG estimator whose corrected per-example terms are weighted
 
     needs_temperature = True
+    needs_kick = True
 
     def with_batch_size(self, batch_size: int | None) -> EWSG:
         return replace(self, batch_size=batch_size)
@@ -114,6 +115,9 @@ class EWSG(Estimator):
         (:class:`~sgmc.estimators.base.Context`): x = (v' − drift + h∇U₀)/s for the
         reading v' of the kicked variable after the step."""
         h, scale = ctx.step_size, ctx.noise_scale
+        if scale is None:
+            raise ValueError("EWSG needs dynamics that describe their kick in the Context "
+                             "(noise_scale, drift, offset): SGLD or SGHMC, not pSGLD")
         if self.x == "one":
             base = jax.tree.map(jnp.ones_like, point)
         elif self.x == "default" and ctx.offset is not None:  # "state unchanged"
