@@ -112,3 +112,20 @@ def test_batch_size_on_a_data_free_objective():
         sgmc.sample(obj, sgmc.sgld(1e-2, batch_size=4), jnp.zeros(2), 10)
     res = sgmc.sample(obj, sgmc.sgld(1e-2), jnp.zeros(2), 10)
     assert res.info["grad_evals"][0, -1] == 0
+
+
+def test_psgld_refuses_ewsg_whose_weights_need_a_kick():
+    with pytest.raises(ValueError, match="kick"):
+        sgmc.psgld(1e-3, batch_size=2, estimator=sgmc.ewsg())
+
+
+def test_psgld_preconditions_an_objective_by_its_mean_gradient():
+    # F(x) = mean_i (x − d_i)²/2 with d = 0: ∇F(1) = 1 is already the per-datum mean, so
+    # after one τ = 0 step from V = 0, G = 1/(λ + √(1 − α)) and x₁ = 1 − h G (dividing by
+    # N = 10 again would give G ≈ 1/(λ + √(1 − α)/10), ten times larger).
+    obj = sgmc.Objective(lambda x, d: 0.5 * jnp.sum((x - d) ** 2), data=jnp.zeros((10, 1)))
+    h, alpha, eps = 1e-3, 0.99, 1e-5
+    res = sgmc.sample(obj, sgmc.psgld(h, temperature=0.0, alpha=alpha, eps=eps),
+                      jnp.ones(1), num_steps=1)
+    want = 1.0 - h / (eps + (1 - alpha) ** 0.5)
+    assert abs(float(res.samples[0, 0, 0]) - want) < 1e-5
