@@ -29,7 +29,8 @@ import numpy as np
 
 from . import _validate as check
 from ._pytree import pytree_dataclass, replace, static
-from .coupling.replica import GreedyRule, ReplicaExchange, greedy_rule, replica_exchange
+from .coupling.replica import ReplicaExchange, replica_exchange
+from .coupling.rules import GreedyRule, greedy_rule
 from .driver.api import start
 from .driver.checkpoint import Settings
 from .problem import Objective, Problem
@@ -50,12 +51,14 @@ class Method:
 
     @property
     def num_replicas(self) -> int:
-        return self.coupling.num_replicas if isinstance(self.coupling, ReplicaExchange) else 1
+        return self.coupling.num_replicas  # 1 for a sampler (the kernel contract)
 
     def with_box(self, box, boundary: str = "clip") -> Method:
+        """The method with its exchange rule projecting onto ``box`` (a coupling; a single
+        chain is projected by :func:`minimize` itself)."""
         if box is None or not isinstance(self.coupling, ReplicaExchange):
             return self
-        rule = replace(self.coupling.rule, box=box, boundary=boundary)
+        rule = self.coupling.rule.with_box(box, boundary)
         return Method(self.name, replace(self.coupling, rule=rule))
 
 
@@ -223,6 +226,12 @@ def _value_fn(problem):
     return problem.full_energy if problem.has_data else problem.exact_energy
 
 
+def _with_position(state, position):
+    """A single chain's :class:`sgmc.sampler.SamplerState` with its position replaced (the
+    box projection); momenta and estimator state kept."""
+    return state._replace(dyn=state.dyn._replace(position=position))
+
+
 @pytree_dataclass
 class _Replication:
     """One replication of a method as a :class:`sgmc.kernel.Kernel`, so that ``minimize``
@@ -257,21 +266,22 @@ class _Replication:
     def init(self, problem, position, key):
         if not self.replicated:
             return self.coupling.init(problem, position, key)
+        # Every replica from its own point (position is stacked over replicas).
         state = self.coupling.init(problem, position[0], key)
-        return state._replace(dyn=state.dyn._replace(position=position))
+        return self.coupling.with_positions(state, position)
 
     def step(self, problem, state, rng, t):
         state, info = self.coupling.step(problem, state, rng, t)
         if not self.replicated:
             if self.box is not None:
-                pos = GreedyRule.to_box(state.dyn.position, *self.box, self.boundary)
-                state = state._replace(dyn=state.dyn._replace(position=pos))
+                pos = GreedyRule.to_box(state.position, *self.box, self.boundary)
+                state = _with_position(state, pos)
             return state, {"grad_evals": info["grad_evals"]}
         return state, {"grad_evals": info["grad_evals"],
                        "exchanges": jnp.sum(info["swaps"]).astype(jnp.float32)}
 
     def draw(self, state):
-        pos = state.dyn.position
+        pos = state.position
         x = pos[0] if self.replicated else pos
         return {"value": _value_fn(self.problem)(x), "x": x}
 
@@ -357,7 +367,7 @@ def minimize(objective, method: Method, init, num_steps: int, num_replications: 
         x=path[:, -1], value=trace[:, -1], trace=trace,
         trace_steps=every * np.arange(1, steps // every + 1), best_x=best_x,
         best_value=best_v, exchanges=exchanges,
-        replicas=np.asarray(res.final_state.dyn.position) if k > 1 else None,
+        replicas=np.asarray(res.final_state.position) if k > 1 else None,
         path=path if record_path else None,
         grad_evals=np.asarray(res.meta["grad_evals_total"]), method=method.name,
         num_steps=steps, wall_time=wall)

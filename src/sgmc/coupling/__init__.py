@@ -1,9 +1,11 @@
 """Couplings: how several replicas of a sampler interact (the coupling axis).
 
-:func:`replica_exchange` stacks K replicas of any sampler at a temperature ladder and swaps
-adjacent pairs with the bias-corrected Metropolis rule of reSGLD / VR-reSGLD; the swap test's
-energies come from :func:`minibatch_energy`, :func:`cv_energy` or :func:`exact_energy`.
-With ``rule=greedy_rule(...)`` the same coupling is the GD×LD / SGD×SGLD optimiser.
+:func:`replica_exchange` stacks K replicas of any sampler at a temperature ladder and, after
+every dynamics step, lets an exchange rule (:class:`ExchangeRule`, :mod:`sgmc.coupling.rules`)
+permute their positions. The default rule, :func:`metropolis_rule`, is the bias-corrected
+Metropolis swap of reSGLD / VR-reSGLD, whose energies come from :func:`minibatch_energy`,
+:func:`cv_energy` or :func:`exact_energy`. With ``rule=greedy_rule(...)`` the same coupling is
+the GD×LD / SGD×SGLD optimiser.
 """
 
 from .energy import (
@@ -15,18 +17,28 @@ from .energy import (
            minibatch_energy,
 )
 from .replica import (
-           GreedyRule,
+           ReplicaBase,
            ReplicaExchange,
            ReplicaState,
            geometric_ladder,
-           greedy_rule,
-           log_swap_ratio,
            replica_exchange,
            round_trips,
 )
-from .rules import ExchangeRule
+from .rules import (
+           Exchange,
+           ExchangeContext,
+           ExchangeRule,
+           GreedyRule,
+           MetropolisRule,
+           Rule,
+           greedy_rule,
+           log_swap_ratio,
+           metropolis_rule,
+           pair_permutation,
+)
 
-__all__ = ["CVEnergy", "ExactEnergy", "ExchangeRule", "GreedyRule", "MinibatchEnergy",
-           "ReplicaExchange", "ReplicaState", "cv_energy", "exact_energy", "geometric_ladder",
-           "greedy_rule", "log_swap_ratio", "minibatch_energy", "replica_exchange",
-           "round_trips"]
+__all__ = ["CVEnergy", "ExactEnergy", "Exchange", "ExchangeContext", "ExchangeRule",
+           "GreedyRule", "MetropolisRule", "MinibatchEnergy", "ReplicaBase", "ReplicaExchange",
+           "ReplicaState", "Rule", "cv_energy", "exact_energy", "geometric_ladder",
+           "greedy_rule", "log_swap_ratio", "metropolis_rule", "minibatch_energy",
+           "pair_permutation", "replica_exchange", "round_trips"]

@@ -70,23 +70,32 @@ per pair (counts per draw interval), ``energy_variance`` (σ̂² per pair) and
 ``replica_labels`` (which chain each slot holds; round trips follow from it).
 Gradient-evaluation counts include energy evaluations, anchor passes and replicates.
 
-**Exchange rules.** The Metropolis test above is the default rule (``rule=None``). The same
-coupling with :class:`GreedyRule` is GD×LD / SGD×SGLD (Dong & Tong 2021,
-Alg. 1–2), the singular limit of replica exchange when the cold replica's temperature → 0: two
-replicas, X at τ = 0 (gradient descent) and Y at τ = γ (Langevin), both stepped by the same
-``vmap``-ed transition on the same minibatch; then, if F̂(Y) < F̂(X) − t0, they swap
-(X, Y) ← (Y, X) or, ``copy=True`` (nGD×LD), (X, Y) ← (Y, Y). F̂ is the exact objective when
-``batch_size`` is None, else a minibatch mean on a batch drawn independently of the gradient
-batch; with ``bound`` M_v no exchange happens unless ‖X‖, ‖Y‖ ≤ M_v. With ``box=(lo, hi)``
-both replicas are projected (clipped coordinatewise) onto the box after the dynamics step,
-before the comparison. No σ̂² is measured under this rule.
+**Exchange rules.** The swap test is a rule object (:mod:`sgmc.coupling.rules`), and the
+coupling calls it only through the :class:`~sgmc.coupling.rules.ExchangeRule` contract: the
+Metropolis test above is :class:`~sgmc.coupling.rules.MetropolisRule` (the default; its
+options ``correction`` and ``schedule`` may be given to :func:`replica_exchange` directly), and
+the same coupling with :class:`~sgmc.coupling.rules.GreedyRule` is GD×LD / SGD×SGLD (Dong &
+Tong 2021, Alg. 1–2), the singular limit of replica exchange when the cold replica's
+temperature → 0: two replicas, X at τ = 0 (gradient descent) and Y at τ = γ (Langevin), both
+stepped by the same ``vmap``-ed transition on the same minibatch; then, if F̂(Y) < F̂(X) − t0,
+they swap (X, Y) ← (Y, X) or, ``copy=True`` (nGD×LD), (X, Y) ← (Y, Y). F̂ is the exact
+objective when ``batch_size`` is None, else a minibatch mean on a batch drawn independently of
+the gradient batch; with ``bound`` M_v no exchange happens unless ‖X‖, ‖Y‖ ≤ M_v. With
+``box=(lo, hi)`` both replicas are projected (clipped coordinatewise) onto the box after the
+dynamics step, before the comparison. No σ̂² is measured for a rule without
+``uses_energy`` (the greedy rule). Per step, the coupling: (if the rule uses energies) the
+replicate σ̂² / c measurement and the anchor refresh; one dynamics step of every replica;
+``rule.project``; then, every ``swap_every`` steps outside a cool-down (and, for an energy
+rule, once σ̂² is measured), ``rule.attempt`` inside a ``lax.cond`` that carries only the
+positions, energy states, labels and σ̂² (never an estimator's O(N) table), and applies the
+permutation it returns to the positions, the energy states and the labels.
 """
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -96,15 +105,55 @@ from .. import _validate as check
 from .._pytree import pytree_dataclass, replace, static
 from ..dynamics import StepParams
 from ..rng import Rng, as_rng
-from ..sampler import Sampler
-from ..schedules import Constant, Schedule, as_schedule
+from ..schedules import Schedule, as_schedule
 from .energy import CVEnergy, MinibatchEnergy, minibatch_energy
+from .rules import (
+    PAIR_SCHEDULES,
+    ExchangeContext,
+    ExchangeRule,
+    GreedyRule,
+    MetropolisRule,
+    greedy_rule,
+    log_swap_ratio,
+    metropolis_rule,
+)
 
-__all__ = ["GreedyRule", "ReplicaExchange", "ReplicaState", "geometric_ladder",
-           "greedy_rule", "log_swap_ratio", "replica_exchange", "round_trips"]
+__all__ = ["BASE_MEMBERS", "GreedyRule", "MetropolisRule", "ReplicaBase", "ReplicaExchange",
+           "ReplicaState", "geometric_ladder", "greedy_rule", "log_swap_ratio",
+           "metropolis_rule", "replica_exchange", "round_trips"]
 
-SCHEDULES = ("even_odd", "stochastic")
+SCHEDULES = PAIR_SCHEDULES
 OUTPUTS = ("coldest", "all")
+
+
+@runtime_checkable
+class ReplicaBase(Protocol):
+    """What replica exchange uses of its base sampler (an :class:`sgmc.Sampler` has it all);
+    the sampler must also be a dataclass with a ``temperature`` field (the ladder replaces it).
+    """
+
+    name: str
+    batch_size: int | None
+    step_size: Schedule   # the default step size of every replica
+    temperature: Any      # replaced by the ladder
+    estimator: Any        # ``needs_temperature``; handed to ``dynamics.init``
+    dynamics: Any         # ``init(problem, estimator, position, key, StepParams)``
+    batcher: Any          # ``init(num_data, key)``, ``draw(state, rng, num_data)``
+
+    def transition(self, problem: Any, dyn_state: Any, batch: Any, rng: Rng,
+                   params: StepParams) -> tuple[Any, jax.Array]:
+        """One dynamics step on a given minibatch with given (h, τ)."""
+
+    def init_evals(self, problem: Any) -> int:
+        """Per-example gradient evaluations of one replica's init."""
+
+    def check(self, problem: Any, position: Any, num_chains: int) -> None:
+        """Validate against a problem (``num_chains`` counts every replica)."""
+
+
+#: The members of :class:`ReplicaBase` (for error messages).
+BASE_MEMBERS = ("name", "batch_size", "step_size", "temperature", "estimator", "dynamics",
+                "batcher", "transition", "init_evals", "check")
 
 
 class ReplicaState(NamedTuple):
@@ -126,27 +175,36 @@ class ReplicaState(NamedTuple):
 
 @pytree_dataclass
 class ReplicaExchange:
-    """Replica exchange over a base :class:`sgmc.Sampler`; see :func:`replica_exchange`."""
+    """Replica exchange over a base sampler (:class:`ReplicaBase`) with an exchange rule
+    (:class:`sgmc.coupling.ExchangeRule`); see :func:`replica_exchange`."""
 
-    sampler: Sampler
+    sampler: Any
     temperatures: tuple
     step_sizes: tuple
     energy: Any
-    correction: Any
+    rule: Any
     smoothing: Any
     swap_every: int = static(1)
-    schedule: str = static("even_odd")
     variance_period: int = static(1)
     num_replicates: int = static(10)
     output: str = static("coldest")
     name: str = static("replica_exchange")
-    rule: Any = None
     cooldown: Any = 0
     variance_by_age: bool = static(True)
 
     @property
     def num_replicas(self) -> int:
         return len(self.temperatures)
+
+    @property
+    def correction(self) -> Schedule:
+        """F_t of the Metropolis rule (``rule.correction``)."""
+        return self.rule.correction
+
+    @property
+    def schedule(self) -> str:
+        """The Metropolis rule's pair schedule (``rule.schedule``)."""
+        return self.rule.schedule
 
     #: ReplicaState fields stacked over replicas (a device mesh may split them).
     replica_stacked = ("dyn", "energy")
@@ -167,8 +225,16 @@ class ReplicaExchange:
     def draw(self, state: ReplicaState):
         """What a draw records: the coldest replica's position, or all replicas'."""
         if self.output == "all":
-            return state.dyn.position
-        return jax.tree.map(lambda x: x[0], state.dyn.position)
+            return state.position
+        return jax.tree.map(lambda x: x[0], state.position)
+
+    @staticmethod
+    def with_positions(state: ReplicaState, positions) -> ReplicaState:
+        """``state`` with every replica's position replaced by ``positions`` (stacked on the
+        leading replica axis, in slot order). Momenta, estimator states (SVRG snapshots, SAGA
+        tables), energy anchors and labels are kept as they are: e.g. to start the replicas
+        from different points after :meth:`init`, or to project them onto a box."""
+        return state._replace(dyn=state.dyn._replace(position=positions))
 
     def params(self, t) -> StepParams:
         """Per-replica step sizes and temperatures at step t, t itself unbatched."""
@@ -219,15 +285,14 @@ class ReplicaExchange:
         return k * (self.sampler.init_evals(problem) + self.energy.init_evals(problem))
 
     def check(self, problem, position, num_chains: int = 1) -> None:
-        if self.rule is not None:
-            self.sampler.check(problem, position, num_chains * self.num_replicas)
-            self.rule.check(problem)
-            return
-        if not problem.has_data:
+        if self.rule.uses_energy and not problem.has_data:
             raise ValueError("replica exchange with minibatch energies needs a problem with "
                              "data; use a sampler without coupling for data-free problems")
         self.sampler.check(problem, position, num_chains * self.num_replicas)
-        check.integer("energy batch_size", self._energy_batch(problem), lo=1, hi=problem.num_data)
+        self.rule.check(problem)
+        if self.rule.uses_energy:
+            check.integer("energy batch_size", self._energy_batch(problem), lo=1,
+                          hi=problem.num_data)
 
     # -- one step -----------------------------------------------------------------------
     def _energies(self, problem, energy, positions, idx):
@@ -284,36 +349,26 @@ class ReplicaExchange:
         return state.variance.at[:, j].set(cur), cur, evals
 
     def _swap(self, problem, state: ReplicaState, key, params: StepParams, attempt):
-        """The Metropolis swap test on the active pairs (σ̂² of this step's anchor age when
-        kept per age); returns (state, accepted, active, evals)."""
-        k = self.num_replicas
-        k_idx, k_u, k_par, k_var = jax.random.split(key, 4)
-        if self._by_age:
+        """One exchange attempt: σ̂² of this step's anchor age when kept per age (on the
+        fourth key of ``jax.random.split(key, 4)``; the Metropolis rule draws from the other
+        three), then ``rule.attempt`` with σ̂² in its context, and the permutation it returns
+        applied to the positions, energy states and labels. Returns (state, accepted,
+        attempted, evals)."""
+        n_var = 0
+        if self.rule.uses_energy and self._by_age:
+            k_var = jax.random.split(key, 4)[3]
             table, var, n_var = self._age_variance(problem, state, k_var, params.t)
             state = state._replace(variance=table)
         else:
-            var, n_var = state.variance[:, 0], 0
-        idx = jax.random.randint(k_idx, (self._energy_batch(problem),), 0, problem.num_data,
-                                 dtype=jnp.int32)
-        u, evals = self._energies(problem, state.energy, state.dyn.position, idx)
-        tau = params.temperature
-        a = 1.0 / tau[:-1] - 1.0 / tau[1:]
-        log_s = log_swap_ratio(a, u[:-1] - u[1:], var, self.correction(params.t))
-        if k == 2:
-            active = jnp.ones(1, bool)
-        else:
-            parity = (attempt % 2 if self.schedule == "even_odd"
-                      else jax.random.bernoulli(k_par).astype(jnp.int32))
-            active = jnp.arange(k - 1) % 2 == parity
-        accept = active & (jnp.log(jax.random.uniform(k_u, (k - 1,))) < log_s)
-        up = accept.astype(jnp.int32)
-        # Active pairs are disjoint, so each slot moves by at most one.
-        perm = jnp.arange(k) + jnp.pad(up, (0, 1)) - jnp.pad(up, (1, 0))
-        take = lambda x: x[perm]
-        dyn = state.dyn._replace(position=jax.tree.map(take, state.dyn.position))
-        state = state._replace(dyn=dyn, energy=jax.tree.map(take, state.energy),
-                               labels=state.labels[perm])
-        return state, accept, active, evals + n_var
+            var = state.variance[:, 0]
+        ctx = ExchangeContext(params.temperature, params.t, attempt, var, self.energy,
+                              state.energy, self._energy_batch(problem))
+        ex = self.rule.attempt(problem, state.position, key, ctx)
+        take = lambda x: x[ex.perm]
+        state = self.with_positions(state, jax.tree.map(take, state.position))
+        state = state._replace(energy=jax.tree.map(take, state.energy),
+                               labels=state.labels[ex.perm])
+        return state, ex.accepted, ex.attempted, ex.evals + n_var
 
     def _move(self, problem, state: ReplicaState, r_batch: Rng, r_dyn: Rng, params):
         """One dynamics step of every replica (``vmap`` over state, randomness, step size and
@@ -325,17 +380,11 @@ class ReplicaExchange:
             state.dyn, params, in_axes=(0, StepParams(0, 0, None)))
         return state._replace(dyn=dyn, batch=batch_state), n_dyn
 
-    def step(self, problem, state: ReplicaState, rng: Rng | jax.Array, t):
-        """Step t: the replicate σ̂² / c measurement (every v steps), anchor refresh (every m
-        steps), one dynamics step of every replica on one shared minibatch, then (every
-        ``swap_every`` steps, outside a cool-down) the swap test."""
-        k = self.num_replicas
-        r_var, r_batch, r_dyn, r_swap = as_rng(rng).split(4)
-        params = self.params(t)
+    def _periodic(self, problem, state: ReplicaState, r_var: Rng, t):
+        """Before the move, for a rule that uses the swap energies: the replicate σ̂² / c
+        measurement (every v steps) and the anchor refresh (every m steps). Returns (state,
+        replicate evals, refresh evals)."""
         zero = jnp.int32(0)
-        if self.rule is not None:
-            return self._greedy_step(problem, state, r_batch, r_dyn, r_swap, params)
-
         n_var = n_ref = zero
         if self._replicates:
             k_var = r_var.key()  # drawn inside the branch
@@ -362,18 +411,33 @@ class ReplicaExchange:
                                          lambda e: (e, zero), state.energy)
             state = state._replace(energy=energy)
 
+        return state, n_var, n_ref
+
+    def step(self, problem, state: ReplicaState, rng: Rng | jax.Array, t):
+        """Step t: (for a rule that uses the swap energies) the replicate σ̂² / c measurement
+        and the anchor refresh; one dynamics step of every replica on one shared minibatch;
+        ``rule.project``; then, every ``swap_every`` steps outside a cool-down, the rule's
+        exchange attempt (:meth:`_swap`)."""
+        k = self.num_replicas
+        r_var, r_batch, r_dyn, r_swap = as_rng(rng).split(4)
+        params = self.params(t)
+        zero = jnp.int32(0)
+        n_var = n_ref = zero
+        if self.rule.uses_energy:
+            state, n_var, n_ref = self._periodic(problem, state, r_var, t)
         state, n_dyn = self._move(problem, state, r_batch, r_dyn, params)
+        state = self.with_positions(state, self.rule.project(state.position))
         k_swap = r_swap.key()  # drawn inside the branch
 
         attempt = (t + 1) // self.swap_every - 1
-        swap_parts = (state.dyn.position, state.energy, state.labels, state.variance)
+        swap_parts = (state.position, state.energy, state.labels, state.variance)
 
         def swap(parts):
             pos, energy, labels, var = parts
-            st = state._replace(dyn=state.dyn._replace(position=pos), energy=energy,
-                                labels=labels, variance=var)
+            st = self.with_positions(state, pos)._replace(energy=energy, labels=labels,
+                                                           variance=var)
             st, acc, act, n = self._swap(problem, st, k_swap, params, attempt)
-            return ((st.dyn.position, st.energy, st.labels, st.variance), acc, act,
+            return ((st.position, st.energy, st.labels, st.variance), acc, act,
                     jnp.asarray(n, jnp.int32))
 
         def no_swap(parts):
@@ -383,15 +447,14 @@ class ReplicaExchange:
         window = t // jnp.maximum(self.cooldown, 1)
         cooling = (self.cooldown > 0) & (state.last_swap == window)
         attempt_now = ((t + 1) % self.swap_every == 0) & ~cooling
-        if not self._by_age:
+        if self.rule.uses_energy and not self._by_age:
             # No swaps before σ̂² has been measured at distinct states (the second measurement).
             attempt_now = attempt_now & (state.measured >= 2)
+        # Only small parts go through the branch (never an estimator's O(N) table).
         swap_parts, acc, act, n_swap = jax.lax.cond(attempt_now, swap, no_swap, swap_parts)
-        state = state._replace(dyn=state.dyn._replace(position=swap_parts[0]),
-                               energy=swap_parts[1], labels=swap_parts[2],
-                               variance=swap_parts[3],
-                               last_swap=jnp.where(jnp.any(acc), window,
-                                                   state.last_swap).astype(jnp.int32))
+        state = self.with_positions(state, swap_parts[0])._replace(
+            energy=swap_parts[1], labels=swap_parts[2], variance=swap_parts[3],
+            last_swap=jnp.where(jnp.any(acc), window, state.last_swap).astype(jnp.int32))
         # σ̂² this step's swap used (its anchor age's entry when kept per age; 0 if unmeasured).
         used = jnp.maximum(state.variance[:, t % self._ages], 0.0)
         info = {"grad_evals": jnp.sum(n_dyn) + n_var + n_ref + n_swap,
@@ -399,116 +462,6 @@ class ReplicaExchange:
                 "energy_variance": used,
                 "replica_labels": state.labels.astype(jnp.float32)}
         return state, info
-
-
-    def _greedy_step(self, problem, state: ReplicaState, r_batch, r_dyn, r_swap, params):
-        """The same vmap-ed dynamics step, then the greedy exchange of :class:`GreedyRule`."""
-        state, n_dyn = self._move(problem, state, r_batch, r_dyn, params)
-        pos = self.rule.project(state.dyn.position)
-        perm, acc, n_ex = self.rule.exchange(problem, pos, r_swap)
-        take = lambda x: x[perm]
-        dyn = state.dyn._replace(position=jax.tree.map(take, pos))
-        state = state._replace(dyn=dyn, energy=jax.tree.map(take, state.energy),
-                               labels=state.labels[perm])
-        info = {"grad_evals": jnp.sum(n_dyn) + n_ex,
-                "swaps": acc.astype(jnp.float32)[None],
-                "swap_attempts": jnp.ones(1, jnp.float32),
-                "energy_variance": state.variance[:, 0],
-                "replica_labels": state.labels.astype(jnp.float32)}
-        return state, info
-
-
-@pytree_dataclass
-class GreedyRule:
-    """The GD×LD / SGD×SGLD exchange (Dong & Tong, Alg. 1–2); see the module docstring and
-    :func:`greedy_rule`."""
-
-    threshold: Any
-    bound: Any = None
-    copy: bool = static(False)
-    batch_size: int | None = static(None)
-    box: tuple | None = static(None)
-    boundary: str = static("clip")
-
-    BOUNDARIES = ("clip", "reflect")
-
-    @staticmethod
-    def to_box(x, lo, hi, boundary: str = "clip"):
-        """Map x coordinate-wise into [lo, hi]: ``"clip"`` projects, min(max(x, lo), hi);
-        ``"reflect"`` folds at the faces like a mirror, x ↦ lo + (L − |((x − lo) mod 2L) − L|)
-        with L = hi − lo (so hi + a ↦ hi − a and lo − a ↦ lo + a for 0 ≤ a ≤ L)."""
-        if boundary == "clip":
-            return jnp.clip(x, lo, hi)
-        width = hi - lo
-        y = jnp.mod(x - lo, 2.0 * width)
-        return lo + (width - jnp.abs(y - width))
-
-    def check(self, problem) -> None:
-        if self.batch_size is not None:
-            if not problem.has_data:
-                raise ValueError("the greedy rule's batch_size must be None for an objective "
-                                 f"without data (got batch_size={self.batch_size})")
-            check.integer("batch_size", self.batch_size, lo=1, hi=problem.num_data)
-
-    def project(self, position):
-        """Map onto the box by ``boundary`` (:meth:`to_box`; identity without a box)."""
-        if self.box is None:
-            return position
-        lo, hi = self.box
-        return jax.tree.map(lambda x: self.to_box(x, lo, hi, self.boundary), position)
-
-    def values(self, problem, position, rng: Rng):
-        """F̂ per replica (exact, or a minibatch mean on one fresh batch) and the evals."""
-        if self.batch_size is None:
-            fn = problem.full_energy if problem.has_data else problem.exact_energy
-            return jax.vmap(fn)(position), 2 * max(problem.total_data, 1)
-        idx = as_rng(rng).randint((self.batch_size,), 0, problem.num_data, dtype=jnp.int32)
-        u = jax.vmap(lambda th: problem.estimate_energy(th, idx))(position)
-        return u, 2 * self.batch_size
-
-    def exchange(self, problem, position, rng: Rng):
-        """(perm over the two slots, exchanged?, evals): X is slot 0, Y slot 1."""
-        u, evals = self.values(problem, position, rng)
-        accept = u[1] < u[0] - self.threshold
-        if self.bound is not None:
-            norms = jax.vmap(lambda th: jnp.sqrt(sum(
-                jnp.sum(jnp.square(x)) for x in jax.tree.leaves(th))))(position)
-            accept = accept & jnp.all(norms <= self.bound)
-        moved = jnp.array([1, 1] if self.copy else [1, 0], jnp.int32)
-        perm = jnp.where(accept, moved, jnp.arange(2, dtype=jnp.int32))
-        return perm, accept, jnp.asarray(evals, jnp.int32)
-
-
-def greedy_rule(threshold: float = 0.0, copy: bool = False, bound: float | None = None,
-                batch_size: int | None = None, box=None, boundary: str = "clip") -> GreedyRule:
-    """The greedy GD×LD exchange rule for :func:`replica_exchange` (``rule=``).
-
-    Args:
-        threshold: t0 ≥ 0; exchange when F̂(Y) < F̂(X) − t0.
-        copy: False swaps (GD×LD), True copies Y onto X (nGD×LD).
-        bound: M_v > 0 or None; no exchange unless ‖X‖, ‖Y‖ ≤ M_v.
-        batch_size: size of the comparison minibatch (None: the exact objective).
-        box: optional (lo, hi) with lo < hi: both replicas are mapped into [lo, hi]^d after
-            every dynamics step, before the exchange test (Dong & Tong, Sec. 3.2, restrict
-            Rastrigin and Griewank to [−5, 5]^d without saying how).
-        boundary: how: ``"clip"`` (projection onto the box; a coordinate that leaves sticks to
-            the face) or ``"reflect"`` (mirror reflection at the faces; :meth:`GreedyRule.to_box`).
-    """
-    t0 = check.nonnegative("threshold", threshold)
-    if bound is not None:
-        bound = check.positive("bound", bound)
-    if batch_size is not None:
-        batch_size = check.integer("batch_size", batch_size, lo=1)
-    if box is not None:
-        box = check.interval("box", box)
-    boundary = check.choice("boundary", boundary, GreedyRule.BOUNDARIES)
-    return GreedyRule(t0, bound, bool(copy), batch_size, box, boundary)
-
-
-def log_swap_ratio(a, diff, variance, correction):
-    """log S = a·(ΔŨ − a σ̂²/(2F)) with ΔŨ = Ũ_low − Ũ_high, a = 1/τ_low − 1/τ_high: with
-    ΔŨ ~ N(D, σ²) and σ̂² = σ², E[S] = exp(aD) exactly when F = 1."""
-    return a * (diff - a * variance / (2.0 * correction))
 
 
 def geometric_ladder(t_min: float, t_max: float, num: int) -> list[float]:
@@ -521,67 +474,80 @@ def geometric_ladder(t_min: float, t_max: float, num: int) -> list[float]:
     return [float(v) for v in np.geomspace(lo, hi, k)]
 
 
-def replica_exchange(sampler: Sampler, temperatures, step_sizes=None,
-                     correction: float | Schedule = 1.0,
+def replica_exchange(sampler: ReplicaBase, temperatures, step_sizes=None,
+                     correction: float | Schedule | None = None,
                      energy: MinibatchEnergy | CVEnergy | None = None, swap_every: int = 1,
-                     schedule: str = "even_odd", variance_period: int | None = None,
+                     schedule: str | None = None, variance_period: int | None = None,
                      smoothing: float = 0.3, num_replicates: int = 10,
-                     output: str = "coldest", rule: GreedyRule | None = None,
+                     output: str = "coldest", rule: ExchangeRule | None = None,
                      cooldown: int = 0, variance_by_age: bool = True) -> ReplicaExchange:
-    """Replica exchange with bias-corrected swaps (reSGLD / VR-reSGLD, Alg. 1–2); the rule and
-    its conventions are in the module docstring.
+    """Replica exchange (parallel tempering) over K replicas of one sampler; by default with
+    the bias-corrected swaps of reSGLD / VR-reSGLD (Alg. 1–2), whose conventions are in the
+    module docstring.
+
+    The arguments come in groups: the replicas (``sampler``, ``temperatures``,
+    ``step_sizes``, ``output``); the exchange rule (``rule``, or the Metropolis rule's own
+    options ``correction`` and ``schedule``, shortcuts for ``rule=metropolis_rule(correction,
+    schedule)``); when attempts happen (``swap_every``, ``cooldown``); and, for a rule that
+    uses the swap energies (the Metropolis rule), their estimator and σ̂² (``energy``,
+    ``variance_period``, ``smoothing``, ``num_replicates``, ``variance_by_age``).
 
     Args:
         sampler: the base sampler, e.g. ``sgmc.sgld(...)`` or ``sgmc.sghmc(...)`` with any
-            estimator; its temperature is replaced by the ladder.
+            estimator (anything with the members of :class:`ReplicaBase`); its temperature is
+            replaced by the ladder.
         temperatures: τ_1 < … < τ_K (floats or schedules, e.g. annealing during burn-in);
-            K ≥ 2. See :func:`geometric_ladder`.
+            K ≥ 2. See :func:`geometric_ladder`. The rule validates the ladder (the greedy
+            rule: exactly two, 0 ≤ τ_1 ≤ τ_2).
         step_sizes: one step size (float or schedule) per replica; default: the base
             sampler's for all (the paper's deep-learning runs use η_2 = 1.5 η_1).
-        correction: F > 0, or a schedule F_t (e.g. ``sgmc.schedules.geometric(F0, 1.02,
-            epoch, stop=burn_in)``, annealed with τ as in the paper's Sec. 5.2); F = 1 is the
-            unbiased correction, larger F swaps more (the paper uses F ≥ 1).
+        correction: the Metropolis rule's F > 0, or a schedule F_t (e.g.
+            ``sgmc.schedules.geometric(F0, 1.02, epoch, stop=burn_in)``, annealed with τ as in
+            the paper's Sec. 5.2); F = 1 (default) is the unbiased correction, larger F swaps
+            more (the paper uses F ≥ 1). See :func:`sgmc.coupling.metropolis_rule`.
         energy: :func:`sgmc.minibatch_energy` (reSGLD, default) or :func:`sgmc.cv_energy`
             (VR-reSGLD).
         swap_every: attempt swaps every k ≥ 1 steps.
-        schedule: ``"even_odd"`` (deterministic) or ``"stochastic"`` choice of pairs (K > 2).
+        schedule: the Metropolis rule's choice of pairs (K > 2): ``"even_odd"`` (default,
+            deterministic) or ``"stochastic"``.
         variance_period: v, steps between replicate measurements of σ̂² (plain energies, or
             ``variance_by_age=False``) and of the adaptive c (default: the cv_energy period,
             else 1). Anchors are refreshed every cv_energy period whatever v is.
         smoothing: γ ∈ (0, 1], the stochastic-approximation weight of a new σ̃².
         num_replicates: independent minibatches per σ̃² measurement, ≥ 2.
         output: ``"coldest"`` (draws of replica 1) or ``"all"`` (every replica).
-        rule: None (the Metropolis rule above) or :func:`greedy_rule` (GD×LD, SGD×SGLD:
-            exactly two replicas, temperatures 0 ≤ τ_1 ≤ τ_2; the energy, correction and
-            variance settings are then unused).
+        rule: any :class:`sgmc.coupling.ExchangeRule`; None: the Metropolis rule
+            (:func:`sgmc.coupling.metropolis_rule` with ``correction`` and ``schedule``);
+            :func:`sgmc.coupling.greedy_rule` is GD×LD / SGD×SGLD (exactly two replicas,
+            temperatures 0 ≤ τ_1 ≤ τ_2; the energy and variance settings are then unused).
+            With a rule given, ``correction`` and ``schedule`` belong to it: passing them too
+            is an error for a :class:`MetropolisRule` and ignored for the others (as before).
         cooldown: L ≥ 0; with L > 0 at most one accepted swap per window [wL, (w + 1)L) of
             steps (L = steps per epoch: the paper's "at most one swap per epoch"); 0: none.
         variance_by_age: with :func:`sgmc.cv_energy`, keep σ̂² per anchor age and use the
             swap's own age (default); False: one σ̂² from replicates every v steps, used for
             every swap (Alg. 1 as printed; with v = m it is the oldest anchor's variance).
     """
-    if not isinstance(sampler, Sampler):
-        raise TypeError("sampler must be an sgmc sampler such as sgmc.sgld(...), got "
-                        f"{type(sampler).__name__}")
+    missing = [m for m in BASE_MEMBERS if not hasattr(sampler, m)]
+    if missing or not dataclasses.is_dataclass(sampler):
+        lacks = f"; it lacks {', '.join(missing)}" if missing else " (not a dataclass)"
+        raise TypeError("sampler must be an sgmc sampler such as sgmc.sgld(...) (replica "
+                        "exchange uses the members of sgmc.coupling.ReplicaBase), got "
+                        f"{type(sampler).__name__}{lacks}")
     if isinstance(temperatures, (int, float)) or len(temperatures) < 2:
         raise ValueError("temperatures must list at least 2 values (τ_1 < … < τ_K)")
-    if rule is not None and not isinstance(rule, GreedyRule):
-        raise TypeError(f"rule must be None or sgmc.coupling.greedy_rule(...), got "
+    if rule is None:
+        rule = metropolis_rule(1.0 if correction is None else correction,
+                               "even_odd" if schedule is None else schedule)
+    elif not isinstance(rule, ExchangeRule):
+        raise TypeError("rule must be None or an exchange rule (sgmc.coupling.ExchangeRule: "
+                        "e.g. sgmc.coupling.greedy_rule(...) or metropolis_rule(...)), got "
                         f"{type(rule).__name__}")
-    if rule is not None:
-        if len(temperatures) != 2:
-            raise ValueError("the greedy rule couples exactly 2 replicas (X at temperature 0, "
-                             f"Y at γ); got {len(temperatures)} temperatures")
-        temps = tuple(v if isinstance(v, Schedule) else Constant(check.nonnegative(
-            "temperature", v)) for v in temperatures)
-        start = [float(s(0)) for s in temps]
-        if min(start) < 0 or start[1] < start[0]:
-            raise ValueError(f"temperatures must satisfy 0 ≤ τ_1 ≤ τ_2, got {start}")
-    else:
-        temps = tuple(as_schedule(v, "temperatures") for v in temperatures)
-        start = [float(s(0)) for s in temps]
-    if rule is None and any(b <= a for a, b in itertools.pairwise(start)):
-        raise ValueError(f"temperatures must be strictly increasing, got {start}")
+    elif isinstance(rule, MetropolisRule) and (correction is not None or schedule is not None):
+        raise ValueError("correction and schedule are options of the Metropolis rule: give "
+                         "them to sgmc.coupling.metropolis_rule(...), not next to rule=")
+    temps = rule.ladder(tuple(temperatures))
+    start = [float(s(0)) for s in temps]
     k = len(temps)
     if step_sizes is None:
         steps = (sampler.step_size,) * k
@@ -594,12 +560,8 @@ def replica_exchange(sampler: Sampler, temperatures, step_sizes=None,
     if not isinstance(energy, (MinibatchEnergy, CVEnergy)):
         raise TypeError("energy must be sgmc.minibatch_energy() or sgmc.cv_energy(...), got "
                         f"{type(energy).__name__}")
-    f = as_schedule(correction, "correction")
-    if float(f(0)) <= 0:
-        raise ValueError(f"correction must be > 0, got F_0 = {float(f(0))}")
     cool = check.integer("cooldown", cooldown, lo=0)
     every = check.integer("swap_every", swap_every, lo=1)
-    check.choice("schedule", schedule, SCHEDULES)
     if variance_period is None:
         variance_period = energy.period or 1
     period = check.integer("variance_period", variance_period, lo=1)
@@ -611,9 +573,9 @@ def replica_exchange(sampler: Sampler, temperatures, step_sizes=None,
     if sampler.estimator.needs_temperature and min(start) <= 0:
         raise ValueError("temperatures must be > 0 with this estimator")
     base = replace(sampler, temperature=1.0)
-    name = f"re{sampler.name}" if rule is None else "gd_x_ld"
-    return ReplicaExchange(base, temps, steps, energy, f, gamma, every, schedule, period, reps,
-                           output, name, rule, cool, bool(variance_by_age))
+    return ReplicaExchange(base, temps, steps, energy, rule, gamma, every, period, reps,
+                           output, rule.kernel_name(sampler.name), cool,
+                           bool(variance_by_age))
 
 
 def round_trips(labels: np.ndarray) -> np.ndarray:
@@ -635,3 +597,4 @@ def round_trips(labels: np.ndarray) -> np.ndarray:
                     state = "hot"
             out[c] += trips
     return out
+
