@@ -12,7 +12,7 @@ from sgmc.estimators import Context
 def _ideal_weights(post, theta, momentum, h, friction, tau):
     """p_i ∝ exp(‖x + N a_i‖²/2) with the default x = √h D r/σ + √h ∇U₀/σ (eq. 4)."""
     sigma = np.sqrt(2 * friction * tau)
-    n = post.num_data
+    n = post.data_rows
     g = np.asarray(post.batch_grads(theta, jnp.arange(n)), np.float64)
     x = np.sqrt(h) * (friction * np.asarray(momentum) + np.asarray(post.exact_grad(theta)))
     x = x / sigma

@@ -267,7 +267,7 @@ def test_anchors_refresh_every_period_whatever_the_variance_period():
 def _exact_diff_variance(post, state, batch):
     """Var(Ũ_1 − Ũ_2 | θ, β̂) of a minibatch of ``batch`` draws with replacement, exactly:
     (wN/n)² · n · Var_i(d_i) over all N data."""
-    idx = jnp.arange(post.num_data)
+    idx = jnp.arange(post.data_rows)
     e = [np.asarray(post.batch_energies(th, idx), np.float64)
          + float(c) * np.asarray(post.batch_energies(a, idx), np.float64)
          for th, a, c in zip(state.dyn.position, state.energy.anchor, state.energy.coef,

@@ -69,7 +69,7 @@ def test_streamed_draws_match_in_memory_draws(files):
     source = {"x": np.load(folder / "X.npy", mmap_mode="r"),
               "y": np.load(folder / "y.npy", mmap_mode="r")}
     post = streamed_posterior(source)
-    assert post.num_data == B and post.total_data == N
+    assert post.data_rows == B and post.num_data == N
     s = sampler(cov)
     streamed = sgmc.sample(post, s, np.zeros(D, np.float32), **RUN)
     memory = sgmc.sample(sgmc.models.linear_regression(X, y), s, np.zeros(D, np.float32), **RUN)
@@ -228,7 +228,7 @@ def test_models_stream_memory_mapped_features(tmp_path, model):
     assert np.shares_memory(check_xy(mm, y, streamed=True)[0], mm)  # not copied
     streamed, memory = build(mm, y, buffer_rows=500), build(X, y)
     assert isinstance(streamed.stream, sgmc.Stream) and streamed.stream.num_data == 3_000
-    assert streamed.num_data == 500 and streamed.total_data == 3_000
+    assert streamed.data_rows == 500 and streamed.num_data == 3_000
     theta = (memory.loglik.init(jax.random.key(0)) if model == "mlp" else
              np.full((4, 3) if model == "softmax" else 4, 0.1, np.float32))
     np.testing.assert_allclose(streamed.full_energy(theta), memory.full_energy(theta),

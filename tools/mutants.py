@@ -115,8 +115,8 @@ MUTANTS: list[Mutant] = [
       "initial momentum drawn at τ = 1 whatever τ", ("tests/test_validation.py", *T_DYN)),
     # -- estimators ---------------------------------------------------------------------------
     M("batch-scale-n-minus-1", "problem.py",
-      "return self.data_weight * self.num_data / batch_size",
-      "return self.data_weight * self.num_data / max(batch_size - 1, 1)",
+      "return self.data_weight * self.data_rows / batch_size",
+      "return self.data_weight * self.data_rows / max(batch_size - 1, 1)",
       "minibatch scale N/(n − 1) instead of N/n", T_EST),
     M("uniform-count", "estimators/uniform.py", "jnp.asarray(batch.shape[0], jnp.int32))",
       "jnp.asarray(1, jnp.int32))", "uniform estimator counts one evaluation per step",

@@ -57,8 +57,8 @@ def check_mesh(mesh: Any, num_chains: int, sampler: Any, problem: Any) -> None:
     if DATA in names:
         if problem.stream is not None or not problem.has_data:
             raise ValueError(f"a {DATA!r} mesh axis needs a problem with in-memory data")
-        if problem.num_data % mesh.shape[DATA]:
-            raise ValueError(f"the number of data ({problem.num_data}) must be a multiple of "
+        if problem.data_rows % mesh.shape[DATA]:
+            raise ValueError(f"the number of data ({problem.data_rows}) must be a multiple of "
                              f"the mesh's {DATA!r} axis size ({mesh.shape[DATA]})")
 
 

@@ -226,12 +226,6 @@ def _value_fn(problem):
     return problem.full_energy if problem.has_data else problem.exact_energy
 
 
-def _with_position(state, position):
-    """A single chain's :class:`sgmc.sampler.SamplerState` with its position replaced (the
-    box projection); momenta and estimator state kept."""
-    return state._replace(dyn=state.dyn._replace(position=position))
-
-
 @pytree_dataclass
 class _Replication:
     """One replication of a method as a :class:`sgmc.kernel.Kernel`, so that ``minimize``
@@ -275,7 +269,7 @@ class _Replication:
         if not self.replicated:
             if self.box is not None:
                 pos = GreedyRule.to_box(state.position, *self.box, self.boundary)
-                state = _with_position(state, pos)
+                state = self.coupling.with_position(state, pos)
             return state, {"grad_evals": info["grad_evals"]}
         return state, {"grad_evals": info["grad_evals"],
                        "exchanges": jnp.sum(info["swaps"]).astype(jnp.float32)}

@@ -136,12 +136,12 @@ def _tree_add(a: PyTree, b: PyTree) -> PyTree:
 class Problem:
     """The oracle shared by :class:`Posterior` and :class:`Objective` (see module docstring).
 
-    Subclasses define ``data``, ``num_data``, ``chunk_size``, ``data_weight``,
+    Subclasses define ``data``, ``data_rows``, ``chunk_size``, ``data_weight``,
     ``exact_energy(θ)`` and ``datum_energy(θ, datum)``.
     """
 
     data: PyTree
-    num_data: int
+    data_rows: int
     chunk_size: int
 
     # -- defined by subclasses -------------------------------------------------------
@@ -160,10 +160,10 @@ class Problem:
     data_shards: int = 1
 
     @property
-    def total_data(self) -> int:
-        """N, all the data's rows (``num_data`` is the rows on the device: fewer when the
-        data stream in buffers)."""
-        return self.stream.num_data if self.stream is not None else self.num_data
+    def num_data(self) -> int:
+        """N, all the data's rows. ``data_rows`` is the rows of ``data``, the arrays on the
+        device that minibatch indices refer to: B < N when the data stream in buffers."""
+        return self.stream.num_data if self.stream is not None else self.data_rows
 
     def with_buffer(self, block: int, put: Callable = jax.device_put) -> Problem:
         """This problem on block ``block``'s buffer of a streamed dataset (same shapes)."""
@@ -174,8 +174,8 @@ class Problem:
     def split_rows(self, parts: int) -> Problem:
         """This problem with its full-data passes summed over ``parts`` equal parts of the
         rows (a device mesh's ``"data"`` axis splits them: :mod:`sgmc._mesh`)."""
-        if self.num_data % parts:
-            raise ValueError(f"the number of data ({self.num_data}) must be a multiple of "
+        if self.data_rows % parts:
+            raise ValueError(f"the number of data ({self.data_rows}) must be a multiple of "
                              f"{parts} parts")
         new = copy.copy(self)
         object.__setattr__(new, "data_shards", int(parts))
@@ -184,7 +184,7 @@ class Problem:
     # -- minibatches -------------------------------------------------------------------
     @property
     def has_data(self) -> bool:
-        return self.num_data > 0
+        return self.data_rows > 0
 
     def take(self, idx: jax.Array) -> PyTree:
         """The data at indices ``idx`` (a minibatch, or any chunk)."""
@@ -192,7 +192,7 @@ class Problem:
 
     def batch_scale(self, batch_size: int) -> float:
         """The factor w·N/n that makes a sum over n data an unbiased estimate of w·Σ_i."""
-        return self.data_weight * self.num_data / batch_size
+        return self.data_weight * self.data_rows / batch_size
 
     def chunk_energies(self, params: PyTree, chunk: PyTree) -> jax.Array:
         """Per-example energies L_i(θ) of a data chunk, shape (n,)."""
@@ -251,7 +251,7 @@ class Problem:
         (the next piece is read meanwhile) and summed in chunks; the sum is
         returned on the buffer's scale, (B/N) Σ_{i=1}^{N}, the value that a sum over the
         device's B rows estimates, so ``data_weight`` (N/B) times it is the full data term
-        (and every caller stays the same). It costs N evaluations (``total_data``).
+        (and every caller stays the same). It costs N evaluations (``num_data``).
         """
         if not self.has_data:
             raise ValueError("this problem has no data to pass over")
@@ -263,10 +263,10 @@ class Problem:
             n = self.stream.num_data
             total = _chunked_sum(piece_sum, params, _reader(self.stream, self.data), n,
                                  self.stream.pass_rows, remainder_first=True)
-            return jax.tree.map(lambda x: x * (self.num_data / n), total)
+            return jax.tree.map(lambda x: x * (self.data_rows / n), total)
         if self.data_shards == 1:
-            return _chunked_sum(fn, params, _slicer(self.data), self.num_data, self.chunk_size)
-        m = self.num_data // self.data_shards
+            return _chunked_sum(fn, params, _slicer(self.data), self.data_rows, self.chunk_size)
+        m = self.data_rows // self.data_shards
         parts = jax.tree.map(lambda a: a.reshape(self.data_shards, m, *a.shape[1:]), self.data)
         sums = jax.vmap(lambda d: _chunked_sum(fn, params, _slicer(d), m,
                                                min(self.chunk_size, m)))(parts)
@@ -277,7 +277,7 @@ class Problem:
         concatenated to a leading axis of N — the caller asked for O(N) output (SAGA's table)."""
         if not self.has_data:
             raise ValueError("this problem has no data to pass over")
-        n, c = self.num_data, self.chunk_size
+        n, c = self.data_rows, self.chunk_size
         n_full, rem = divmod(n, c)
         parts = []
         if n_full:
@@ -349,7 +349,7 @@ class Posterior(Problem):
     loglik: Callable = static()
     logprior: Callable = static()
     chunk_size: int = static(1024)
-    num_data: int = static(0)
+    data_rows: int = static(0)
     stream: Any = static(None)
     data_shards: int = static(1)
 
@@ -363,7 +363,7 @@ class Posterior(Problem):
         object.__setattr__(self, "loglik", loglik)
         object.__setattr__(self, "logprior", logprior)
         object.__setattr__(self, "chunk_size", min(chunk, n))
-        object.__setattr__(self, "num_data", n)
+        object.__setattr__(self, "data_rows", n)
 
     @property
     def data_weight(self) -> float:
@@ -395,7 +395,7 @@ class Objective(Problem):
     data: PyTree
     f: Callable = static()
     chunk_size: int = static(1024)
-    num_data: int = static(0)
+    data_rows: int = static(0)
     stream: Any = static(None)
     data_shards: int = static(1)
 
@@ -409,11 +409,11 @@ class Objective(Problem):
         object.__setattr__(self, "data", arrays)
         object.__setattr__(self, "f", f)
         object.__setattr__(self, "chunk_size", max(1, min(chunk, n)))
-        object.__setattr__(self, "num_data", n)
+        object.__setattr__(self, "data_rows", n)
 
     @property
     def data_weight(self) -> float:
-        return 1.0 / self.num_data if self.num_data else 0.0
+        return 1.0 / self.data_rows if self.data_rows else 0.0
 
     def exact_energy(self, params: PyTree) -> jax.Array:
         if self.has_data:

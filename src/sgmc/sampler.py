@@ -59,6 +59,12 @@ class Sampler:
         """A kept draw records the position."""
         return state.position
 
+    @staticmethod
+    def with_position(state: SamplerState, position: PyTree) -> SamplerState:
+        """``state`` with its position replaced (e.g. projected onto a box); momenta and
+        estimator state kept."""
+        return state._replace(dyn=state.dyn._replace(position=position))
+
     def meta(self) -> dict:
         return {}
 
@@ -74,7 +80,7 @@ class Sampler:
     def init(self, problem, position: PyTree, key: jax.Array) -> SamplerState:
         k_dyn, k_batch = jax.random.split(key)
         dyn = self.dynamics.init(problem, self.estimator, position, k_dyn, self.params(0))
-        return SamplerState(dyn, self.batcher.init(problem.num_data, k_batch))
+        return SamplerState(dyn, self.batcher.init(problem.data_rows, k_batch))
 
     def init_evals(self, problem) -> int:
         """Per-example gradient evaluations spent by ``init`` (a SAGA table, say)."""
@@ -88,7 +94,7 @@ class Sampler:
         """Step t (0-based): draw a minibatch, move; return the new state and
         ``{"grad_evals": n}``. The driver passes t unbatched (shared by all chains)."""
         r_batch, r_step = as_rng(rng).split()
-        batch, batch_state = self.batcher.draw(state.batch, r_batch, problem.num_data)
+        batch, batch_state = self.batcher.draw(state.batch, r_batch, problem.data_rows)
         dyn, n_evals = self.transition(problem, state.dyn, batch, r_step, self.params(t))
         return SamplerState(dyn, batch_state), {"grad_evals": n_evals}
 
@@ -99,7 +105,7 @@ class Sampler:
             if not problem.has_data:
                 raise ValueError("batch_size must be None for a problem without data "
                                  f"(got batch_size={self.batch_size})")
-            check.integer("batch_size", self.batch_size, lo=1, hi=problem.num_data)
+            check.integer("batch_size", self.batch_size, lo=1, hi=problem.data_rows)
         elif not isinstance(self.estimator, Uniform):
             raise ValueError(f"{type(self.estimator).__name__} needs a minibatch: set "
                              "batch_size (batch_size=None means exact full-data gradients)")

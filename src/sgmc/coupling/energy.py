@@ -83,7 +83,7 @@ class ExactEnergy(MinibatchEnergy):
     """The exact energy by a chunked full pass; see the module docstring."""
 
     def estimate(self, problem, state, theta, idx):
-        return problem.full_energy(theta), problem.total_data
+        return problem.full_energy(theta), problem.num_data
 
 
 class CVEnergyState(NamedTuple):
@@ -106,7 +106,7 @@ class CVEnergy:
         return CVEnergyState(position, self._full(problem, position), jnp.float32(-1.0))
 
     def init_evals(self, problem) -> int:
-        return problem.total_data
+        return problem.num_data
 
     @staticmethod
     def _full(problem, theta):
@@ -139,7 +139,7 @@ class CVEnergy:
     def refresh(self, problem, state, theta):
         """New anchor β̂ = θ and its full-data energy (N per-example energies)."""
         return state._replace(anchor=theta, anchor_sum=self._full(problem, theta)), \
-            problem.total_data
+            problem.num_data
 
 
 def minibatch_energy(batch_size: int | None = None) -> MinibatchEnergy:

@@ -259,7 +259,7 @@ class ReplicaExchange:
 
     def _energy_batch(self, problem) -> int:
         """Minibatch size of the swap energies: the energy's, else the sampler's, else N."""
-        return self.energy.batch_size or self.sampler.batch_size or problem.num_data
+        return self.energy.batch_size or self.sampler.batch_size or problem.data_rows
 
     # -- init ---------------------------------------------------------------------------
     def init(self, problem, position, key) -> ReplicaState:
@@ -276,7 +276,7 @@ class ReplicaExchange:
         energy = jax.vmap(lambda _: self.energy.init(problem, position))(jnp.arange(k))
         # −1 marks an age not yet measured (σ̂² ≥ 0 otherwise).
         variance = jnp.full((k - 1, self._ages), -1.0 if self._by_age else 0.0, jnp.float32)
-        return ReplicaState(dyn, base.batcher.init(problem.num_data, keys[k]), energy,
+        return ReplicaState(dyn, base.batcher.init(problem.data_rows, keys[k]), energy,
                             variance, jnp.arange(k, dtype=jnp.int32), jnp.int32(0),
                             jnp.int32(-1))
 
@@ -292,7 +292,7 @@ class ReplicaExchange:
         self.rule.check(problem)
         if self.rule.uses_energy:
             check.integer("energy batch_size", self._energy_batch(problem), lo=1,
-                          hi=problem.num_data)
+                          hi=problem.data_rows)
 
     # -- one step -----------------------------------------------------------------------
     def _energies(self, problem, energy, positions, idx):
@@ -304,7 +304,7 @@ class ReplicaExchange:
     def _measure(self, problem, state: ReplicaState, key):
         """σ̃² per pair (not per age) and/or c per replica (adaptive) from independent
         minibatch replicates, smoothed into the state. Returns (state, evals)."""
-        n_data, b = problem.num_data, self._energy_batch(problem)
+        n_data, b = problem.data_rows, self._energy_batch(problem)
         idx = jax.random.randint(key, (self.num_replicates, b), 0, n_data, dtype=jnp.int32)
         pos, energy = state.dyn.position, state.energy
         # The first measurement is at step 0, where every replica sits at the initial point
@@ -340,7 +340,7 @@ class ReplicaExchange:
         smoothed into the table (see the module docstring). Returns (variance table, σ̂²_j
         (K − 1,), evals)."""
         j = t % self._ages
-        idx = jax.random.randint(key, (self._energy_batch(problem),), 0, problem.num_data,
+        idx = jax.random.randint(key, (self._energy_batch(problem),), 0, problem.data_rows,
                                  dtype=jnp.int32)
         new, evals = self.energy.diff_variance(problem, state.energy, state.dyn.position, idx)
         old = state.variance[:, j]
@@ -373,7 +373,7 @@ class ReplicaExchange:
     def _move(self, problem, state: ReplicaState, r_batch: Rng, r_dyn: Rng, params):
         """One dynamics step of every replica (``vmap`` over state, randomness, step size and
         temperature; t unbatched) on one shared minibatch."""
-        batch, batch_state = self.sampler.batcher.draw(state.batch, r_batch, problem.num_data)
+        batch, batch_state = self.sampler.batcher.draw(state.batch, r_batch, problem.data_rows)
         dyn, n_dyn = r_dyn.map_split(
             self.num_replicas,
             lambda r, dyn, p: self.sampler.transition(problem, dyn, batch, r, p),

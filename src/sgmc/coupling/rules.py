@@ -168,7 +168,7 @@ class MetropolisRule(Rule):
 
     def energies(self, problem, position, key, ctx: ExchangeContext):
         """Ũ per replica on one fresh minibatch shared by all replicas, and the evaluations."""
-        idx = jax.random.randint(key, (ctx.energy_batch,), 0, problem.num_data,
+        idx = jax.random.randint(key, (ctx.energy_batch,), 0, problem.data_rows,
                                  dtype=jnp.int32)
         u, n = jax.vmap(lambda s, th: ctx.energy.estimate(problem, s, th, idx))(
             ctx.energy_state, position)
@@ -258,7 +258,7 @@ class GreedyRule(Rule):
             if not problem.has_data:
                 raise ValueError("the greedy rule's batch_size must be None for an objective "
                                  f"without data (got batch_size={self.batch_size})")
-            check.integer("batch_size", self.batch_size, lo=1, hi=problem.num_data)
+            check.integer("batch_size", self.batch_size, lo=1, hi=problem.data_rows)
 
     def project(self, position):
         """Map onto the box by ``boundary`` (:meth:`to_box`; identity without a box)."""
@@ -271,8 +271,8 @@ class GreedyRule(Rule):
         """F̂ per replica (exact, or a minibatch mean on one fresh batch) and the evals."""
         if self.batch_size is None:
             fn = problem.full_energy if problem.has_data else problem.exact_energy
-            return jax.vmap(fn)(position), 2 * max(problem.total_data, 1)
-        idx = as_rng(rng).randint((self.batch_size,), 0, problem.num_data, dtype=jnp.int32)
+            return jax.vmap(fn)(position), 2 * max(problem.num_data, 1)
+        idx = as_rng(rng).randint((self.batch_size,), 0, problem.data_rows, dtype=jnp.int32)
         u = jax.vmap(lambda th: problem.estimate_energy(th, idx))(position)
         return u, 2 * self.batch_size
 

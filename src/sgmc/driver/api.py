@@ -164,7 +164,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             # A block's minibatches come from one buffer of B rows: keep a block to about
             # B / batch_size steps so that its minibatches barely reuse rows (sgmc.streaming).
             b = sampler.batch_size
-            cap = min(cap, max(1, problem.num_data // (b or problem.num_data) // thin))
+            cap = min(cap, max(1, problem.data_rows // (b or problem.data_rows) // thin))
         draws_per_block = default_draws_per_block(total_draws, cap)
     settings = Settings(num_steps, burn_in, thin, seed, num_chains, prng,
                         min(draws_per_block, total_draws), checkpoint, checkpoint_every,

@@ -114,7 +114,7 @@ class Run:
         meta.update(self.sampler.meta())
         meta.update(compile_time=self.compile_time, sampling_time=self.sampling_time,
                     sampler=self.sampler.name,
-                    num_data=self.problem.total_data, grad_evals_total=total.tolist())
+                    num_data=self.problem.num_data, grad_evals_total=total.tolist())
         return Result(samples, {"grad_evals": info["grad_evals"], "step": steps,
                                 **{k: v for k, v in info.items() if k != "grad_evals"}},
                       meta, final_state=states)

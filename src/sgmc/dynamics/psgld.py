@@ -51,7 +51,7 @@ class PSGLD:
         grad, est, n = estimator.estimate(problem, state.est, state.position, batch, r_est, ctx)
         # ḡ = ∇̃U / (w N): the per-datum mean (w N = N for a posterior, streamed or not;
         # 1 for an objective, whose gradient is already a mean, and without data).
-        per_datum = 1.0 / max(problem.data_weight * problem.num_data, 1.0)
+        per_datum = 1.0 / max(problem.data_weight * problem.data_rows, 1.0)
         v = jax.tree.map(lambda v, g: self.alpha * v + (1.0 - self.alpha) * (g * per_datum) ** 2,
                          state.square_avg, grad)
         precond = jax.tree.map(lambda v: 1.0 / (self.eps + jnp.sqrt(v)), v)

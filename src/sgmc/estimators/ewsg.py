@@ -106,7 +106,7 @@ class EWSG(Estimator):
     def init(self, problem, position, key):
         b = self.batch_size or 1
         control = () if self.control is None else self.control.init(problem, position, key)
-        return EWSGState(jax.random.randint(key, (b,), 0, problem.num_data, dtype=jnp.int32),
+        return EWSGState(jax.random.randint(key, (b,), 0, problem.data_rows, dtype=jnp.int32),
                          control)
 
     def _x(self, problem, point, g0, ctx):
@@ -133,7 +133,7 @@ class EWSG(Estimator):
     def estimate(self, problem, state, point, batch, rng, ctx):
         if batch is None:
             raise ValueError("EWSG needs a minibatch (batch_size)")
-        n_data, b = problem.num_data, batch.shape[0]
+        n_data, b = problem.data_rows, batch.shape[0]
         g0 = problem.exact_grad(point)
         x, c = self._x(problem, point, g0, ctx)
 

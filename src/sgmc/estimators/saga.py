@@ -109,12 +109,12 @@ class SAGA(Estimator):
         entry = jax.eval_shape(self._entries, problem, position, datum)
         per_datum = sum(int(np.prod(e.shape[1:])) * e.dtype.itemsize
                         for e in jax.tree.leaves(entry))
-        total = per_datum * problem.num_data * num_chains
+        total = per_datum * problem.data_rows * num_chains
         if total > self.max_table_bytes:
             hint = ("use sgmc.saga(lightweight=True) (this model is a GLM) or sgmc.svrg"
                     if is_glm(problem) and not self._light(problem) else "use sgmc.svrg")
             raise ValueError(
-                f"the SAGA table would take {total / 2**30:.2f} GiB ({problem.num_data} data × "
+                f"the SAGA table would take {total / 2**30:.2f} GiB ({problem.data_rows} data × "
                 f"{per_datum} bytes × {num_chains} chains), above max_table_bytes = "
                 f"{self.max_table_bytes / 2**30:.2f} GiB; {hint}, or raise max_table_bytes")
 
@@ -125,7 +125,7 @@ class SAGA(Estimator):
         return SAGAState(table, problem.full_data_sum(problem.chunk_grad_sum, position))
 
     def init_evals(self, problem) -> int:
-        return problem.num_data
+        return problem.data_rows
 
     def estimate(self, problem, state, point, batch, rng, ctx):
         if batch is None:

@@ -74,7 +74,7 @@ class SVRG(Estimator):
             return SVRGState(anchor, problem.full_data_sum(problem.chunk_grad_sum, anchor))
 
         due = self._snapshot_due(t)
-        return jax.lax.cond(due, snapshot, lambda: state), jnp.where(due, problem.total_data, 0)
+        return jax.lax.cond(due, snapshot, lambda: state), jnp.where(due, problem.num_data, 0)
 
 
 def svrg(period: int, sampling: str = "replacement") -> SVRG:

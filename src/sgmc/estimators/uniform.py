@@ -29,7 +29,7 @@ class Uniform(Estimator):
 
     def estimate(self, problem, state, point, batch, rng, ctx):
         if batch is None:
-            return problem.full_grad(point), state, jnp.asarray(problem.total_data, jnp.int32)
+            return problem.full_grad(point), state, jnp.asarray(problem.num_data, jnp.int32)
         return (problem.estimate_grad(point, batch), state,
                 jnp.asarray(batch.shape[0], jnp.int32))
 
