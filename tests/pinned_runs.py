@@ -1,12 +1,16 @@
 """A fixed set of small runs whose draws are pinned (tests/test_pinned_draws.py).
 
-``python tests/pinned_runs.py`` records them into ``tests/data/pinned_draws.npz``; it was run
-once, before the kernel-contract refactor (issue 17), so that the refactor is tested to
-change no draw. Re-record only for an intended change of behaviour, and say why in the commit.
+``python tests/pinned_runs.py`` records them into ``tests/pinned_draws.json``: per array its
+shape, dtype, the SHA-256 of its bytes (the bitwise check) and its first values (to show how
+far a changed run moved). They were recorded once, before the kernel-contract refactor
+(issue 17), so that the refactor is tested to change no draw. Re-record only for an intended
+change of behaviour, and say why in the commit.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 
 import jax
@@ -15,7 +19,7 @@ import numpy as np
 
 import sgmc
 
-PATH = os.path.join(os.path.dirname(__file__), "data", "pinned_draws.npz")
+PATH = os.path.join(os.path.dirname(__file__), "pinned_draws.json")
 
 
 def _posterior():
@@ -71,8 +75,19 @@ def _runs():
     return out
 
 
+def fingerprint(a: np.ndarray) -> dict:
+    """What is pinned of one array: shape, dtype, SHA-256 of its bytes, first values."""
+    a = np.ascontiguousarray(a)
+    return {"shape": list(a.shape), "dtype": str(a.dtype),
+            "sha256": hashlib.sha256(a.tobytes()).hexdigest(),
+            "head": a.reshape(-1)[:4].tolist()}
+
+
 def record(path: str = PATH) -> None:
-    np.savez(path, **_runs())
+    pins = {k: fingerprint(v) for k, v in sorted(_runs().items())}
+    with open(path, "w") as fh:
+        fh.write("{\n" + ",\n".join(f" {json.dumps(k)}: {json.dumps(v)}"
+                                      for k, v in pins.items()) + "\n}\n")
 
 
 if __name__ == "__main__":
