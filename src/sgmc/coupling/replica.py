@@ -116,6 +116,7 @@ from .rules import (
     greedy_rule,
     log_swap_ratio,
     metropolis_rule,
+    swap_energies,
 )
 
 __all__ = ["BASE_MEMBERS", "GreedyRule", "MetropolisRule", "ReplicaBase", "ReplicaExchange",
@@ -295,12 +296,6 @@ class ReplicaExchange:
                           hi=problem.data_rows)
 
     # -- one step -----------------------------------------------------------------------
-    def _energies(self, problem, energy, positions, idx):
-        """Ũ per replica on one shared minibatch, and the evaluations spent."""
-        u, n = jax.vmap(lambda s, th: self.energy.estimate(problem, s, th, idx))(
-            energy, positions)
-        return u, jnp.sum(n)
-
     def _measure(self, problem, state: ReplicaState, key):
         """σ̃² per pair (not per age) and/or c per replica (adaptive) from independent
         minibatch replicates, smoothed into the state. Returns (state, evals)."""
@@ -319,7 +314,8 @@ class ReplicaExchange:
             energy = energy._replace(coef=coef)
             u = x + coef * y
         else:
-            u = jax.vmap(lambda i: self._energies(problem, energy, pos, i)[0])(idx)
+            u = jax.vmap(lambda i: swap_energies(problem, self.energy, energy, pos, i)[0])(
+                idx)
         variance = state.variance
         if not self._by_age:
             diff = u[:, :-1] - u[:, 1:]                       # (R, K − 1)

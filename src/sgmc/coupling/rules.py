@@ -51,7 +51,8 @@ from ..rng import Rng, as_rng
 from ..schedules import Constant, Schedule, as_schedule
 
 __all__ = ["Exchange", "ExchangeContext", "ExchangeRule", "GreedyRule", "MetropolisRule",
-           "Rule", "greedy_rule", "log_swap_ratio", "metropolis_rule", "pair_permutation"]
+           "Rule", "greedy_rule", "log_swap_ratio", "metropolis_rule", "pair_permutation",
+           "swap_energies"]
 
 PyTree = Any
 
@@ -114,8 +115,7 @@ def pair_permutation(accepted: jax.Array) -> jax.Array:
     accepted pairs must be disjoint (each slot moves by at most one)."""
     up = accepted.astype(jnp.int32)
     k = accepted.shape[0] + 1
-    perm = jnp.arange(k) + jnp.pad(up, (0, 1)) - jnp.pad(up, (1, 0))
-    return perm
+    return jnp.arange(k) + jnp.pad(up, (0, 1)) - jnp.pad(up, (1, 0))
 
 
 class Rule:
@@ -142,6 +142,14 @@ class Rule:
 
 
 # -- the bias-corrected Metropolis swap (reSGLD, VR-reSGLD) -----------------------------------
+def swap_energies(problem, energy, energy_state, position, idx):
+    """Ũ per replica on the minibatch ``idx`` shared by all replicas (``energy`` the swap
+    energy estimator, its states and the positions stacked over replicas), and the
+    evaluations spent."""
+    u, n = jax.vmap(lambda s, th: energy.estimate(problem, s, th, idx))(energy_state, position)
+    return u, jnp.sum(n)
+
+
 def log_swap_ratio(a, diff, variance, correction):
     """log S = a·(ΔŨ − a σ̂²/(2F)) with ΔŨ = Ũ_low − Ũ_high, a = 1/τ_low − 1/τ_high: with
     ΔŨ ~ N(D, σ²) and σ̂² = σ², E[S] = exp(aD) exactly when F = 1."""
@@ -170,9 +178,7 @@ class MetropolisRule(Rule):
         """Ũ per replica on one fresh minibatch shared by all replicas, and the evaluations."""
         idx = jax.random.randint(key, (ctx.energy_batch,), 0, problem.data_rows,
                                  dtype=jnp.int32)
-        u, n = jax.vmap(lambda s, th: ctx.energy.estimate(problem, s, th, idx))(
-            ctx.energy_state, position)
-        return u, jnp.sum(n)
+        return swap_energies(problem, ctx.energy, ctx.energy_state, position, idx)
 
     def attempt(self, problem, position, key, ctx: ExchangeContext) -> Exchange:
         """Test the scheduled pairs with probability min(1, S_k) (σ̂² = ``ctx.variance``).
