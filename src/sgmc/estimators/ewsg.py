@@ -19,8 +19,10 @@ min(1, exp(‖x + N a_j‖²/2 − ‖x + N a_i‖²/2)). The gradient used is �
 For the splitting integrator the kick is p'' = p' − h∇̃ + σ√h ξ between two friction decays
 c = e^{−Dh/2}; the same reading (p_{k+1} = p_k) gives x = (1/c − c) p_k/(σ√h), equal to the
 Euler choice to first order in h; for "euler" and "explicit" (same kick) the offset is
-hγ r_k. The dynamics pass this "momentum unchanged" offset in the context
-(``ctx.kick_offset``) so that the estimator does not need to know the integrator.
+hγ r_k. The dynamics describe their kick in the context — its noise scale σ√h, the kicked
+variable before the kick (``ctx.drift``) and this "state unchanged" offset (``ctx.offset``)
+— so that the estimator does not need to know the integrator; ``x="next_zero"`` reads
+x = (−drift + h∇U₀)/(σ√h).
 
 Overdamped Langevin (the paper's Sec. F variant, derived the same way): the step
 θ_{k+1} = θ_k − h∇U + √(2hτ) ξ has density ∝ exp(−‖θ_{k+1} − θ_k + h∇U‖²/(4hτ)); with
