@@ -10,12 +10,16 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-__all__ = ["BLOCK_BYTES", "TARGET_BLOCKS", "Block", "block_plan", "default_draws_per_block"]
+__all__ = ["BLOCK_BYTES", "BLOCK_SECONDS", "TARGET_BLOCKS", "Block", "block_plan",
+           "default_draws_per_block", "draws_for_seconds", "kept_by"]
 
 #: Upper bound on the device memory of one block's draw buffer.
 BLOCK_BYTES = 64 * 2**20
 #: Blocks per run when the user does not choose (progress granularity).
 TARGET_BLOCKS = 20
+#: After the first block, default blocks are cut to about this many seconds, so that a
+#: Ctrl-C is answered (and a crash loses) at most that much work.
+BLOCK_SECONDS = 1.0
 
 
 class Block(NamedTuple):
@@ -40,18 +44,38 @@ def default_draws_per_block(total_draws: int, cap: int) -> int:
 
 
 def block_plan(burn_in: int, num_draws: int, thin: int, trailing: int,
-               draws_per_block: int) -> list[Block]:
-    """The run's blocks, in order (module docstring). Only the leftovers run in the program
-    of traced length: the ``burn_in % thin`` steps before the first draw, a partial last
-    block, and the steps after the last draw. With ``thin = 1`` that is at most the partial
-    block, which the default block size avoids when it can.
+               draws_per_block: int, start: int = 0) -> list[Block]:
+    """The run's blocks, in order (module docstring), from step ``start`` (0, or where an
+    earlier block of any plan ended). Only the leftovers run in the program of traced
+    length: the ``burn_in % thin`` steps before the first draw, a partial last block, and
+    the steps after the last draw. With ``thin = 1`` that is at most the partial block,
+    which the default block size avoids when it can.
     """
     burn_draws, head = divmod(burn_in, thin)
-    plan = [Block(1, head, False, 1)] if head else []
     total = burn_draws + num_draws
-    for d in range(0, total, draws_per_block):
+    plan = [Block(1, head, False, 1)] if head and start < head else []
+    first = max(0, start - head) // thin  # draws (burn-in's included) done before start
+    for d in range(first, total, draws_per_block):
         n = min(draws_per_block, total - d)
         plan.append(Block(n, thin, n == draws_per_block, max(0, burn_draws - d)))
-    if trailing:
+    if trailing and start <= head + thin * total:
         plan.append(Block(1, trailing, False, 1))
     return plan
+
+
+def kept_by(step: int, burn_in: int, num_draws: int, thin: int) -> int:
+    """Draws per chain kept by the end of step ``step``: draw j (burn-in's included) is
+    taken after step ``burn_in % thin + thin·(j + 1)``."""
+    burn_draws, head = divmod(burn_in, thin)
+    done = min(max(0, step - head) // thin, burn_draws + num_draws)
+    return max(0, done - burn_draws)
+
+
+def draws_for_seconds(seconds_per_draw: float, target: float, remaining: int) -> int:
+    """Draws per block so that a block takes about ``target`` seconds at the measured speed:
+    preferably a divisor of the ``remaining`` draws in [n/2, n] (every block full, one
+    compiled program), else n."""
+    n = max(1, min(remaining, int(target / max(seconds_per_draw, 1e-12))))
+    near = [d for i in range(1, math.isqrt(remaining) + 1) if remaining % i == 0
+            for d in (i, remaining // i) if (n + 1) // 2 <= d <= n]
+    return max(near) if near else n
