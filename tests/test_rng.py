@@ -103,8 +103,7 @@ def test_periodic_work_stays_a_branch_over_many_chains(post):
     sampler = SAMPLERS["svrg-ld"]()
     keys = jax.random.split(jax.random.key(0), 4)
     states = loop.init_chains(post, sampler, jnp.zeros((4, D)), keys)
-    counters = loop.Counters(jnp.zeros(4, jnp.uint32), jnp.zeros(4, jnp.uint32),
-                             jnp.full(4, -1, jnp.int32))
+    counters = loop.Counters.start(4, 0)
     text = loop.run_block.lower(post, sampler, states, counters, keys, np.int32(0),
                                 n_draws=8, thin=1).as_text()
     assert "stablehlo.case" in text

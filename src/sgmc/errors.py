@@ -13,17 +13,24 @@ class DivergenceError(FloatingPointError):
     Attributes:
         step: the number of steps taken when the first chain's state became non-finite.
         chain: the index of that chain.
+        replica: for a kernel that stacks replicas (replica exchange), the first replica
+            (slot, in the order of its temperatures) whose position became non-finite at
+            that step; None for a single-replica kernel.
         result: an :class:`sgmc.Result` with every draw kept before ``step`` (all chains,
             so that the draws stay rectangular); nothing already sampled is lost.
     """
 
-    def __init__(self, step: int, chain: int, result: Any) -> None:
+    def __init__(self, step: int, chain: int, result: Any, replica: int | None = None) -> None:
         self.step = int(step)
         self.chain = int(chain)
+        self.replica = None if replica is None else int(replica)
         self.result = result
         n = result.num_draws if result is not None else 0
+        where = f"chain {self.chain}" + (
+            f", replica {self.replica} (slot {self.replica} of the temperature ladder, "
+            "0 = coldest)," if self.replica is not None else "")
         super().__init__(
-            f"chain {self.chain} diverged (non-finite state) at step {self.step}; "
+            f"{where} diverged (non-finite state) at step {self.step}; "
             f"{n} draws per chain kept before it are in .result. A smaller step size "
             "(or, for SGHMC, a larger friction · step size margin) usually helps.")
 

@@ -183,10 +183,7 @@ def start(problem: Problem, kernel: Kernel, positions: PyTree, settings: Setting
     init_keys, _ = chain_keys(settings)
     states = init_chains(problem, kernel, positions, init_keys)
     init_evals = int(kernel.init_evals(problem))
-    n = settings.num_chains
-    counters = Counters(jnp.full(n, init_evals >> 32, jnp.uint32),
-                        jnp.full(n, init_evals & 0xFFFFFFFF, jnp.uint32),
-                        jnp.full(n, -1, jnp.int32))
+    counters = Counters.start(settings.num_chains, init_evals)
     sink = DiskSink(settings.stream_to, settings.num_draws) if settings.stream_to \
         else MemorySink()
     run = Run(problem, kernel, settings, sink, (states, counters, 0, 0), spec, mesh,
@@ -229,9 +226,7 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
     positions = position_template(header["positions"])
     init_keys, _ = chain_keys(settings)
     template = jax.eval_shape(init_chains, problem, sampler, positions, init_keys)
-    n = settings.num_chains
-    template = (template, Counters(*(jax.ShapeDtypeStruct((n,), t)
-                                      for t in (jnp.uint32, jnp.uint32, jnp.int32))))
+    template = (template, Counters.template(settings.num_chains))
     states, counters = fill(template, [arrays[f"state/{i}"] for i in
                                         range(header["num_state_leaves"])], path)
     draw_treedef = jax.tree.structure(jax.eval_shape(jax.vmap(sampler.draw), states))

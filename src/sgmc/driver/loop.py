@@ -43,11 +43,37 @@ CHUNK_BYTES = 8 * 2**20
 
 
 class Counters(NamedTuple):
-    """Per-chain running counters carried across blocks."""
+    """Per-chain running counters carried across blocks (stored in checkpoints as leaves)."""
 
     evals_hi: jax.Array  # per-example gradient evaluations, as a 64-bit (hi, lo) uint32 pair
     evals_lo: jax.Array
     bad_step: jax.Array  # index of the first step whose result was non-finite, or -1
+    # At that step, the first replica (slot) with a non-finite position, for kernels that
+    # stack replicas (num_replicas > 1); -1 otherwise or while all are finite.
+    bad_replica: jax.Array
+
+    #: Every field's dtype, in order (a checkpoint's counters are restored to these).
+    DTYPES = (jnp.uint32, jnp.uint32, jnp.int32, jnp.int32)
+
+    @classmethod
+    def start(cls, num_chains: int, init_evals: int) -> Counters:
+        """Counters of ``num_chains`` fresh chains whose ``init`` spent ``init_evals``."""
+        n = num_chains
+        return cls(jnp.full(n, init_evals >> 32, jnp.uint32),
+                   jnp.full(n, init_evals & 0xFFFFFFFF, jnp.uint32),
+                   jnp.full(n, -1, jnp.int32), jnp.full(n, -1, jnp.int32))
+
+    @classmethod
+    def template(cls, num_chains: int) -> Counters:
+        """Shapes and dtypes of ``num_chains`` chains' counters (to restore a checkpoint)."""
+        return cls(*(jax.ShapeDtypeStruct((num_chains,), t) for t in cls.DTYPES))
+
+
+def _first_bad_replica(position: Any) -> jax.Array:
+    """Per-replica finiteness of one chain's replica-stacked position: (all finite, index of
+    the first replica with a non-finite leaf, or -1)."""
+    ok = jax.vmap(all_finite)(position)
+    return jnp.all(ok), jnp.where(jnp.all(ok), -1, jnp.argmin(ok)).astype(jnp.int32)
 
 
 def _add_u64(hi, lo, n):
@@ -103,6 +129,7 @@ def _parts(problem, kernel, states, counters, run_keys, t0) -> _Parts:
             return fn
 
         fold, finite, draw = jax.random.fold_in, all_finite, kernel.draw
+        replica_check = _first_bad_replica
     else:
         def inner(tree):
             return tree
@@ -113,7 +140,10 @@ def _parts(problem, kernel, states, counters, run_keys, t0) -> _Parts:
         batch = partial(jax.vmap)
         fold = jax.vmap(jax.random.fold_in, in_axes=(0, None))
         finite, draw = jax.vmap(all_finite), jax.vmap(kernel.draw)
+        replica_check = jax.vmap(_first_bad_replica)
     states, counters, keys = inner((states, counters, run_keys))
+    # Replica-stacked kernels: which replica went non-finite first is recorded too.
+    stacked = kernel.num_replicas > 1
 
     def live(state, key, t):
         return kernel.step(problem, state, Rng(key), t)
@@ -167,8 +197,13 @@ def _parts(problem, kernel, states, counters, run_keys, t0) -> _Parts:
         """Step t of every chain, with its randomness ``draws[i]``: (states, counters, info)."""
         states, info = moved(t, states, draws, i)
         hi, lo = _add_u64(c.evals_hi, c.evals_lo, info["grad_evals"])
-        bad = jnp.where((c.bad_step < 0) & ~finite(states.position), t, c.bad_step)
-        return states, Counters(hi, lo, bad), info
+        if stacked:
+            ok, replica = replica_check(states.position)
+        else:
+            ok, replica = finite(states.position), c.bad_replica
+        fresh = (c.bad_step < 0) & ~ok
+        bad = jnp.where(fresh, t, c.bad_step)
+        return states, Counters(hi, lo, bad, jnp.where(fresh, replica, c.bad_replica)), info
 
     def accumulate(acc, info, fresh):
         return {k: jnp.asarray(info[k], jnp.float32) if spec[k] == "last" else

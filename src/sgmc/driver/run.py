@@ -204,7 +204,9 @@ def execute(run: Run, progress: bool | None) -> Result:
             if run.divergence == "raise" and (bad >= 0).any():
                 chain = int(np.argmin(np.where(bad >= 0, bad, np.iinfo(np.int32).max)))
                 step = int(bad[chain]) + 1
-                raise DivergenceError(step, chain, run.result(max_step=step - 1))
+                replica = int(to_host(counters.bad_replica)[chain])
+                raise DivergenceError(step, chain, run.result(max_step=step - 1),
+                                      replica if replica >= 0 else None)
             done = run.cursor[2]
             if run.settings.checkpoint and (done - last_checkpoint >= every
                                                or i + 1 == len(plan)):
