@@ -28,15 +28,18 @@ import json
 import os
 import re
 import zipfile
+from functools import partial
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
 
 from ._serial import json_default
 from .errors import CheckpointError
 
-__all__ = ["fingerprint", "read", "write"]
+__all__ = ["fingerprint", "probe", "probe_mismatch", "probe_point", "read", "write"]
 
 FORMAT = "sgmc.Checkpoint/1"
 
@@ -56,8 +59,96 @@ def _digest(tree: Any) -> str:
 
 def fingerprint(problem: Any, sampler: Any) -> dict[str, str]:
     """What must match for a checkpoint to continue: the problem (its model and data) and
-    the sampler (its kind, hyper-parameters and schedules)."""
+    the sampler (its kind, hyper-parameters and schedules) — their structure and arrays.
+
+    Functions enter by name only (their code cannot be compared safely), so a model with the
+    same names and another body passes this digest; :func:`probe` catches it."""
     return {"problem": _digest(problem), "sampler": _digest(sampler)}
+
+
+#: The model probe: the first ``PROBE_ROWS`` rows of data, the first ``PROBE_HEAD``
+#: gradient entries, and the tolerance (relative to the magnitude of the summed terms, so
+#: another backend's rounding passes and another model does not).
+PROBE_ROWS = 64
+PROBE_HEAD = 8
+PROBE_RTOL = 1e-4
+
+
+def probe_point(position: Any, spec: dict) -> Any:
+    """Chain 0's position as one point of the model (its first replica for a kernel that
+    stacks replicas): where :func:`probe` evaluates. ``position`` is the chain-stacked
+    state position, ``spec`` the run's position spec (``driver.checkpoint.position_spec``),
+    whose shapes carry one leading chain axis over a point's."""
+    leaves, treedef = jax.tree.flatten(position)
+    dims = [len(shape) - 1 for shape in spec["shapes"]]
+    if len(leaves) != len(dims) or any(np.ndim(x) <= d for x, d in zip(leaves, dims,
+                                                                      strict=False)):
+        raise CheckpointError("the sampler state's position does not fit the run's positions "
+                              "(different structure)")
+    point = [jax.device_get(x[(0,) * (np.ndim(x) - d)]) for x, d in zip(leaves, dims,
+                                                                         strict=True)]
+    return jax.tree.unflatten(treedef, point)
+
+
+@partial(jax.jit, static_argnames=("rows",))
+def _probe_values(problem: Any, point: Any, rows: int) -> dict[str, jax.Array]:
+    """U₀ + Σ_{i<rows} L_i and its gradient at ``point``, each with the magnitude of its
+    terms (|U₀| + Σ|L_i|, per gradient entry |∇U₀| + Σ|∇L_i|), which bounds the rounding
+    of any evaluation order. One datum at a time: memory O(d), never a full data pass."""
+    u0, g0 = jax.value_and_grad(problem.exact_energy)(point)
+    flat0, _ = ravel_pytree(g0)
+    carry = (u0, jnp.abs(u0), flat0, jnp.abs(flat0))
+    if rows:
+        def add(carry, datum):
+            u, g = jax.value_and_grad(problem.datum_energy)(point, datum)
+            g = ravel_pytree(g)[0]
+            return (carry[0] + u, carry[1] + jnp.abs(u), carry[2] + g,
+                    carry[3] + jnp.abs(g)), None
+
+        carry = jax.lax.scan(add, carry, problem.take(jnp.arange(rows)))[0]
+    u, u_scale, g, g_scale = carry
+    weights = jnp.cos(jnp.arange(g.size, dtype=g.dtype))  # a fixed direction
+    return {"energy": u, "energy_scale": u_scale, "grad_head": g[:PROBE_HEAD],
+            "grad_head_scale": g_scale[:PROBE_HEAD], "grad_dot": jnp.dot(weights, g),
+            "grad_dot_scale": jnp.dot(jnp.abs(weights), g_scale)}
+
+
+def probe(problem: Any, point: Any) -> dict[str, Any]:
+    """The model's energy and gradient at ``point`` on the first rows of data, as a few
+    JSON numbers (stored in a checkpoint's header, compared on resume by
+    :func:`probe_mismatch`): what tells one model from another when their functions have
+    the same names. Works without data (an Objective's f alone)."""
+    rows = min(problem.data_rows, PROBE_ROWS) if problem.has_data else 0
+    values = jax.device_get(_probe_values(problem, point, rows))
+    out: dict[str, Any] = {"rows": rows}
+    for k, v in values.items():
+        v = np.asarray(v, np.float64)
+        out[k] = v.tolist()
+    return out
+
+
+def probe_mismatch(stored: dict, found: dict) -> str | None:
+    """None if two probes agree within :data:`PROBE_RTOL` of their terms' magnitude (NaN
+    matches NaN), else what differs, with the stored and the found values."""
+    if stored.get("rows") != found.get("rows"):
+        return (f"the probe's rows differ (stored {stored.get('rows')}, found "
+                f"{found.get('rows')})")
+    for key, what in (("energy", "energy"), ("grad_head", "gradient (first entries)"),
+                      ("grad_dot", "gradient (projection)")):
+        a, b = np.asarray(stored[key], np.float64), np.asarray(found[key], np.float64)
+        scale = np.maximum(np.asarray(stored[f"{key}_scale"], np.float64),
+                           np.asarray(found[f"{key}_scale"], np.float64))
+        same = (a.shape == b.shape) and bool(np.all(
+            (np.abs(a - b) <= PROBE_RTOL * scale + 1e-30)
+            | (np.isnan(a) & np.isnan(b)) | (a == b)))
+        if not same:
+            return (f"the model's {what} on the first {found['rows']} rows of data at the "
+                    f"checkpoint's position differs: stored {_short(a)}, found {_short(b)}")
+    return None
+
+
+def _short(x: np.ndarray) -> str:
+    return np.array2string(np.asarray(x), precision=8, separator=", ")
 
 
 def _checksum(a: np.ndarray) -> str:

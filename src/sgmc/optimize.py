@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from typing import Any
 
 import jax
@@ -145,6 +146,11 @@ class OptimizeResult:
         replicas: final positions of every replica (R, K, ...) for coupled methods, else None.
         path: X at ``trace_steps`` (R, T, ...) if ``record_path=True``, else None.
         grad_evals: per-example gradient (and function) evaluations per replication.
+        diverged: per replication, whether an iterate (of any replica) became non-finite
+            (NaN or inf); its ``x`` and ``value`` are then non-finite, while ``trace``,
+            ``path`` and ``best_x`` / ``best_value`` keep what was found before.
+        diverged_step: per replication, the number of steps after which the first
+            non-finite iterate appeared, or −1.
     """
 
     x: np.ndarray
@@ -160,12 +166,16 @@ class OptimizeResult:
     method: str
     num_steps: int
     wall_time: float
+    diverged: np.ndarray
+    diverged_step: np.ndarray
 
     def __repr__(self) -> str:
+        bad = int(np.sum(self.diverged))
         return (f"OptimizeResult(method={self.method!r}, replications={len(self.value)}, "
                 f"steps={self.num_steps}, mean value={float(np.mean(self.value)):.6g}, "
-                f"best={float(np.min(self.best_value)):.6g}, "
-                f"mean exchanges={float(np.mean(self.exchanges)):.3g})")
+                f"best={float(np.nanmin(self.best_value)):.6g}, "
+                f"mean exchanges={float(np.mean(self.exchanges)):.3g}"
+                + (f", diverged={bad}" if bad else "") + ")")
 
 
 def _as_problem(objective) -> Problem:
@@ -299,6 +309,25 @@ def _best(start_value, start_x, trace, path):
     return values[rows, idx], points[rows, idx]
 
 
+def _divergence_warning(diverged_step: np.ndarray, final: np.ndarray | None) -> str | None:
+    """The warning for replications whose iterates became non-finite (None if none did):
+    names the first one, its step and, for coupled methods, its non-finite replicas."""
+    bad = np.flatnonzero(diverged_step >= 0)
+    if not bad.size:
+        return None
+    r = int(bad[0])
+    which = ""
+    if final is not None:  # (R, K, ...): which replicas are non-finite at the end
+        dead = np.flatnonzero(~np.isfinite(final[r].reshape(final.shape[1], -1)).all(axis=1))
+        if dead.size:
+            which = f" (replica {', '.join(map(str, dead))}; 0 is the output iterate X)"
+    more = f" and {bad.size - 1} other replications" if bad.size > 1 else ""
+    return (f"minimize: replication {r}{which} diverged (a non-finite iterate) at step "
+            f"{int(diverged_step[r])}{more}; see res.diverged and res.diverged_step. Their x "
+            "and value are non-finite; trace, path and best_x / best_value keep what was "
+            "found before. A smaller step size usually helps.")
+
+
 def minimize(objective, method: Method, init, num_steps: int, num_replications: int = 1,
              seed: int = 0, *, bounds=None, record_every: int = 1, record_path: bool = False,
              init_axes: str = "auto", boundary: str = "clip") -> OptimizeResult:
@@ -314,7 +343,7 @@ def minimize(objective, method: Method, init, num_steps: int, num_replications: 
             (replication, replica) stacked — see ``init_axes``.
         num_steps: iterations N ≥ 1.
         num_replications: independent replications R ≥ 1 (independent noise and batches).
-        seed: integer seed.
+        seed: integer in [0, 2³² − 1]; the same seed gives the same run.
         bounds: optional box (lo, hi): coordinates are kept in [lo, hi] (see ``boundary``).
         record_every: the trace records F(X_n) every this many steps; must divide num_steps.
         record_path: also keep X at the trace points (``res.path``).
@@ -323,6 +352,14 @@ def minimize(objective, method: Method, init, num_steps: int, num_replications: 
             — use the explicit form for functions that also accept batches of points.
         boundary: with ``bounds``, ``"clip"`` (projection onto the box) or ``"reflect"``
             (mirror reflection at its faces).
+
+    Returns:
+        :class:`OptimizeResult`. A replication whose iterates become non-finite does not
+        stop the others: it is flagged in ``res.diverged`` (with ``res.diverged_step``) and
+        a :class:`RuntimeWarning` names it and the step; what it found before is kept.
+
+    Raises:
+        ValueError, TypeError: for bad arguments (``seed`` must be in [0, 2³² − 1]).
     """
     if not isinstance(method, Method):
         raise TypeError("method must be an sgmc optimiser such as sgmc.gd_x_ld(...), got "
@@ -330,7 +367,7 @@ def minimize(objective, method: Method, init, num_steps: int, num_replications: 
     problem = _as_problem(objective)
     steps = check.integer("num_steps", num_steps, lo=1)
     reps = check.integer("num_replications", num_replications, lo=1)
-    seed = check.integer("seed", seed, lo=0)
+    seed = check.integer("seed", seed, lo=0, hi=2**32 - 1)
     every = check.integer("record_every", record_every, lo=1, hi=steps)
     if steps % every:
         raise ValueError(f"record_every must divide num_steps, got record_every={every}, "
@@ -355,13 +392,19 @@ def minimize(objective, method: Method, init, num_steps: int, num_replications: 
     starts = x0[:, 0] if k > 1 else x0
     start_v = np.asarray(jax.vmap(_value_fn(problem))(jnp.asarray(starts)))
     best_v, best_x = _best(start_v, starts, trace, path)
+    diverged_step = np.asarray(res.meta["diverged_step"], np.int64)
+    replicas = np.asarray(res.final_state.position) if k > 1 else None
+    message = _divergence_warning(diverged_step, replicas)
+    if message:
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
     exchanges = (np.asarray(res.info["exchanges"]).sum(axis=1).astype(np.int32) if k > 1
                  else np.zeros(reps, np.int32))
     return OptimizeResult(
         x=path[:, -1], value=trace[:, -1], trace=trace,
         trace_steps=every * np.arange(1, steps // every + 1), best_x=best_x,
         best_value=best_v, exchanges=exchanges,
-        replicas=np.asarray(res.final_state.position) if k > 1 else None,
+        replicas=replicas,
         path=path if record_path else None,
         grad_evals=np.asarray(res.meta["grad_evals_total"]), method=method.name,
-        num_steps=steps, wall_time=wall)
+        num_steps=steps, wall_time=wall, diverged=diverged_step >= 0,
+        diverged_step=diverged_step)

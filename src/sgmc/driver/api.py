@@ -229,6 +229,17 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
     template = (template, Counters.template(settings.num_chains))
     states, counters = fill(template, [arrays[f"state/{i}"] for i in
                                         range(header["num_state_leaves"])], path)
+    # Same names, another body: the model's energy and gradient at the stored position.
+    stored = header["fingerprint"].get("probe")
+    if stored is None:
+        raise ckpt.CheckpointError(f"{path} has no model probe (written by an older sgmc): "
+                                   "it cannot be checked against this problem")
+    differs = ckpt.probe_mismatch(stored, ckpt.probe(
+        problem, ckpt.probe_point(states.position, header["positions"])))
+    if differs:
+        raise ckpt.CheckpointError(
+            f"{path} was written by a run of a different model: {differs}; resume with the "
+            "problem the run started with")
     draw_treedef = jax.tree.structure(jax.eval_shape(jax.vmap(sampler.draw), states))
     count = header["kept"]
     if settings.stream_to:

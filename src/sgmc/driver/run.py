@@ -135,7 +135,8 @@ class Run:
         header = {"settings": settings, "positions": self.position_spec, "t0": t0,
                   "next_block": next_block, "kept": count, "num_state_leaves": len(leaves),
                   "compile_time": self.compile_time, "sampling_time": self.sampling_time,
-                  "fingerprint": ckpt.fingerprint(*self.given)}
+                  "fingerprint": dict(ckpt.fingerprint(*self.given), probe=ckpt.probe(
+                      self.given[0], ckpt.probe_point(states.position, self.position_spec)))}
         path = self.settings.checkpoint
         ckpt.write(path, header, arrays)
         return path
@@ -224,6 +225,9 @@ def execute(run: Run, progress: bool | None) -> Result:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
     result = run.result()
+    if run.divergence == "continue":  # minimize: which chains went non-finite, and when
+        bad = to_host(run.cursor[1].bad_step)
+        result.meta["diverged_step"] = np.where(bad >= 0, bad + 1, -1).tolist()
     run.sink.close(result.meta)
     return result
 
