@@ -14,7 +14,9 @@ The PRNG keys are not stored: they are derived from the seed, and step t uses
 ``fold_in(run_key, t)``, so a resumed run draws exactly the random numbers the uninterrupted
 run would have. The problem and the sampler are code and are not stored either; the run that
 resumes passes them again and their fingerprint (structure, hyper-parameters and a hash of
-the data) must match.
+the data) must match; since functions are compared by name only there, a *model probe* —
+the energy and gradient at chain 0's position on the first rows of data (:func:`probe`) —
+is stored too and must be reproduced by the problem that resumes.
 
 Writing goes to ``PATH.tmp`` first, which is then renamed over ``PATH`` after the previous
 checkpoint was renamed to ``PATH.prev``: a crash at any moment leaves at least one complete

@@ -198,7 +198,9 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
     The draws (and every per-draw statistic) are bitwise those of the same run made without
     interruption. A checkpoint stores the state but not the code, so ``problem`` and
     ``sampler`` are passed again; they must be the ones the run was started with (same
-    model, data, sampler kind and hyper-parameters — checked by fingerprint). Checkpoints
+    model, data, sampler kind and hyper-parameters — checked by fingerprint, and the model's
+    energy and gradient at the stored position on the first rows of data by a probe,
+    :func:`sgmc.checkpoint.probe`). Checkpoints
     keep being written to ``path`` as the run goes on; if the run streamed its draws
     (``stream_to``), the folder must still be there. A finished run's checkpoint returns its
     Result at once. ``mesh`` places the rest of the run on devices as in :func:`sample`
@@ -207,7 +209,8 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
     Raises:
         sgmc.CheckpointError: ``path`` is not a checkpoint, is truncated or corrupted (the
             previous checkpoint ``PATH.prev`` is named if it is intact), or was written for
-            a different problem or sampler.
+            a different problem or sampler (also a same-named model function with another
+            body: the message shows the stored and the found energy or gradient).
     """
     if not isinstance(problem, Problem):
         raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
