@@ -8,18 +8,22 @@ order. Results (``Result.save``), streamed draws and checkpoints all store trees
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Mapping
-from typing import Any
+import tempfile
+from collections.abc import Callable, Mapping
+from typing import IO, Any
 
 import jax
 import numpy as np
 
 __all__ = ["decode_tree", "encode_tree", "json_default", "tree_from_spec", "tree_spec",
-           "write_json_atomic"]
+           "write_atomic", "write_json_atomic"]
 
 PyTree = Any
+_UMASK = os.umask(0o022)  # the process's umask (read by setting it, so set it back)
+os.umask(_UMASK)
 
 
 def encode_tree(tree: PyTree, leaves: list) -> Any:
@@ -60,14 +64,31 @@ def json_default(obj: Any) -> Any:
     raise TypeError(f"cannot store {type(obj).__name__} in result metadata")
 
 
+def write_atomic(path: str, write: Callable[[IO], None], mode: str = "wb",
+                 replace: Callable[[str, str], None] = os.replace) -> None:
+    """Write a file by ``write(fh)`` into a uniquely named temporary file next to ``path``
+    (``BASENAME.XXXXXXXX.tmp``, so two processes never share one), fsync it, then
+    ``replace(tmp, path)`` (a rename over ``path``: never half a file there). The temporary
+    file is removed if anything fails (and the error raised)."""
+    folder, base = os.path.split(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=base + ".", suffix=".tmp")
+    try:
+        if hasattr(os, "fchmod"):  # mkstemp creates 0600; give what open() would
+            os.fchmod(fd, 0o666 & ~_UMASK)
+        with os.fdopen(fd, mode) as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
 def write_json_atomic(path: str, obj: Any) -> None:
-    """Write JSON to a temporary file and rename it over ``path`` (never half a file)."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as fh:
-        json.dump(obj, fh, default=json_default)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Write JSON atomically (:func:`write_atomic`: never half a file at ``path``)."""
+    write_atomic(path, lambda fh: json.dump(obj, fh, default=json_default), mode="w")
 
 
 def tree_spec(tree: PyTree) -> tuple[Any, list[int]]:

@@ -4,11 +4,18 @@ A checkpoint is an ``.npz`` archive (no pickle: loading one never runs code) hol
 
 * ``header``: JSON — the format tag, the run's settings (steps, burn-in, thinning, seed,
   chains, block size, PRNG), where the run stands (steps done, next block), the draws'
-  structure, timings, a fingerprint of the problem and the sampler, and a SHA-256 checksum
-  of every array;
+  structure, timings, a fingerprint of the problem and the sampler, where the kept draws
+  are and how many of them count, and a SHA-256 checksum of every array;
 * ``state/{i}``: the leaves of every chain's sampler state and counters (including estimator
-  state such as an SVRG snapshot or a SAGA table, momenta, index chains);
-* ``kept/...``: the draws kept so far (unless they stream to disk, see ``stream_to``).
+  state such as an SVRG snapshot or a SAGA table, momenta, index chains).
+
+The kept draws are not in the archive, so that a checkpoint costs the state and the draws
+made since the previous one, not every draw: they are in a stream folder (the format of
+``stream_to``, :mod:`sgmc._store`, with a SHA-256 checksum of every block) — the run's
+``stream_to`` folder, or else ``PATH.draws/``, to which a run that keeps its draws in
+memory appends the draws made since the previous checkpoint. The header records the folder
+and how many of its draws count; later draws a killed run may have written there are
+ignored (and overwritten on resume), and :func:`sgmc.resume` verifies the checksums.
 
 The PRNG keys are not stored: they are derived from the seed, and step t uses
 ``fold_in(run_key, t)``, so a resumed run draws exactly the random numbers the uninterrupted
@@ -18,9 +25,10 @@ the data) must match; since functions are compared by name only there, a *model 
 the energy and gradient at chain 0's position on the first rows of data (:func:`probe`) —
 is stored too and must be reproduced by the problem that resumes.
 
-Writing goes to ``PATH.tmp`` first, which is then renamed over ``PATH`` after the previous
-checkpoint was renamed to ``PATH.prev``: a crash at any moment leaves at least one complete
-checkpoint, and a damaged file is detected by its checksums and refused.
+Writing goes to a uniquely named temporary file next to ``PATH`` (two runs never share
+one; it is removed if the write fails), which is then renamed over ``PATH`` after the
+previous checkpoint was renamed to ``PATH.prev``: a crash at any moment leaves at least one
+complete checkpoint, and a damaged file is detected by its checksums and refused.
 """
 
 from __future__ import annotations
@@ -38,12 +46,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from ._serial import json_default
+from ._serial import json_default, write_atomic
 from .errors import CheckpointError
 
 __all__ = ["fingerprint", "probe", "probe_mismatch", "probe_point", "read", "write"]
 
-FORMAT = "sgmc.Checkpoint/1"
+FORMAT = "sgmc.Checkpoint/2"
 
 
 def _digest(tree: Any) -> str:
@@ -158,17 +166,23 @@ def _checksum(a: np.ndarray) -> str:
 
 
 def write(path: str, header: dict, arrays: dict[str, np.ndarray]) -> None:
-    """Write a checkpoint atomically; the checkpoint it replaces becomes ``PATH.prev``."""
+    """Write a checkpoint atomically; the checkpoint it replaces becomes ``PATH.prev``.
+
+    Raises:
+        OSError: the write failed (nothing is left of it; ``PATH`` or ``PATH.prev`` still
+            holds the previous checkpoint).
+    """
     arrays = {k: np.asarray(v) for k, v in arrays.items()}
     header = dict(header, format=FORMAT, checksums={k: _checksum(v) for k, v in arrays.items()})
-    tmp = f"{path}.tmp"
-    with open(tmp, "wb") as fh:
-        np.savez(fh, header=np.asarray(json.dumps(header, default=json_default)), **arrays)
-        fh.flush()
-        os.fsync(fh.fileno())
-    if os.path.exists(path):
-        os.replace(path, f"{path}.prev")
-    os.replace(tmp, path)
+
+    def replace(tmp: str, path: str) -> None:
+        if os.path.exists(path):
+            os.replace(path, f"{path}.prev")
+        os.replace(tmp, path)
+
+    write_atomic(path, lambda fh: np.savez(
+        fh, header=np.asarray(json.dumps(header, default=json_default)), **arrays),
+        replace=replace)
 
 
 def read(path: str) -> tuple[dict, dict[str, np.ndarray]]:
@@ -183,6 +197,9 @@ def read(path: str) -> tuple[dict, dict[str, np.ndarray]]:
         with np.load(path, allow_pickle=False) as npz:
             header = json.loads(str(npz["header"]))
             tag = header.get("format") if isinstance(header, dict) else None
+            if isinstance(tag, str) and tag.startswith("sgmc.Checkpoint/") and tag != FORMAT:
+                raise CheckpointError(f"{path} was written by another version of sgmc "
+                                      f"(format {tag!r}; this version reads {FORMAT!r})")
             if tag != FORMAT:
                 raise CheckpointError(f"{path} is not an sgmc checkpoint (format {tag!r})")
             arrays = {k: npz[k] for k in npz.files if k != "header"}

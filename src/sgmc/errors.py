@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CheckpointError", "DivergenceError", "Interrupted"]
+__all__ = ["CheckpointError", "DivergenceError", "Interrupted", "StorageError"]
 
 
 class DivergenceError(FloatingPointError):
@@ -62,3 +62,37 @@ class Interrupted(KeyboardInterrupt):
 class CheckpointError(ValueError):
     """A checkpoint file cannot be used: not a checkpoint, truncated or corrupted, or
     written by a run of a different problem or sampler."""
+
+
+class StorageError(OSError):
+    """Writing the run's draws or a checkpoint failed (a full disk, a read-only or removed
+    folder, a quota): the run stops, and nothing it kept before the failed write is lost.
+
+    The underlying :class:`OSError` is the ``__cause__`` (its ``errno`` is copied here).
+
+    Attributes:
+        step: the number of steps every chain had completed when the write failed.
+        result: an :class:`sgmc.Result` with every draw kept up to ``step`` (all chains):
+            in memory, or, with ``stream_to``, read-only memory maps of the draws already on
+            disk (a block whose write failed is not part of it).
+        checkpoint: the path of the last complete checkpoint, from which
+            :func:`sgmc.resume` continues once space is freed; None if the run had not
+            written one.
+        path: the file whose write failed.
+    """
+
+    def __init__(self, step: int, result: Any, checkpoint: str | None, path: str | None,
+                 cause: OSError) -> None:
+        self.step = int(step)
+        self.result = result
+        self.checkpoint = checkpoint
+        self.path = path
+        n = result.num_draws if result is not None else 0
+        reason = cause.strerror or str(cause) or type(cause).__name__
+        then = (f"; free space (or fix the folder) and sgmc.resume({checkpoint!r}, problem, "
+                "sampler) continues the run from its last checkpoint" if checkpoint else
+                "; no checkpoint was written: free space (or fix the folder) and run again")
+        super().__init__(f"writing {path or 'a file'} failed: {reason}; the run stopped after "
+                         f"step {self.step} and the {n} draws per chain kept so far are in "
+                         f".result{then}")
+        self.errno = cause.errno  # (strerror stays unset: str() is the message above)

@@ -6,6 +6,7 @@ hand it to the host loop (:mod:`sgmc.driver.run`), which runs compiled blocks of
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from typing import Any
 
@@ -94,17 +95,21 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             the CPU, where threefry draws many steps' randomness at once; its draws may
             differ across backends).
         checkpoint: a file path. The complete state of the run (every chain's sampler
-            state, the draws kept so far, the position in the run) is written there
-            atomically between blocks, and once more at the end; :func:`sgmc.resume`
+            state, the position in the run, where its draws are and how many) is written
+            there atomically between blocks, and once more at the end; :func:`sgmc.resume`
             continues from it with draws bitwise identical to an uninterrupted run's. The
-            checkpoint it replaces is kept as ``PATH.prev``. Positions must be arrays or
+            checkpoint it replaces is kept as ``PATH.prev``. The draws themselves are
+            appended, with checksums, to ``stream_to`` or else to the folder
+            ``PATH.draws`` (keep it next to the checkpoint), so that a checkpoint costs the
+            state and the draws made since the previous one. Positions must be arrays or
             dicts / lists / tuples of arrays.
         checkpoint_every: write a checkpoint after the first block that ends at least this
             many steps after the previous one (≥ 1; needs ``checkpoint``). Default: after
             every block (about 1/20 of the run).
         stream_to: a new or empty folder. Kept draws are written there block by block into
-            memory-mapped ``.npy`` files instead of being held in memory, so memory does not
-            grow with the run; the Result's draws are read-only memory maps of those files,
+            ``.npy`` files instead of being held in memory, so memory does not grow with the
+            run; the files' full size is reserved on disk at the start (a full disk is
+            reported before sampling); the Result's draws are read-only memory maps of them,
             and ``sgmc.Result.load(folder)`` opens them later (also after a crash: it then
             holds the draws written so far).
         mesh: a :class:`jax.sharding.Mesh` with an axis named ``"chains"`` (its size must
@@ -125,8 +130,14 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
         ValueError, TypeError: for bad arguments, before anything is compiled.
         sgmc.DivergenceError: if a chain's state becomes non-finite; it carries the draws
             kept before that step.
-        sgmc.Interrupted: on Ctrl-C (a KeyboardInterrupt); it carries every draw kept so
-            far and, with ``checkpoint``, the run continues with :func:`sgmc.resume`.
+        sgmc.Interrupted: on Ctrl-C (a KeyboardInterrupt), once the block under way is
+            stored (a second Ctrl-C stops at once, without that block); it carries every draw
+            kept so far and, with ``checkpoint``, the run continues with :func:`sgmc.resume`.
+        sgmc.StorageError: writing the draws or a checkpoint failed (a full disk, a folder
+            made read-only); it carries every draw kept so far and names the last complete
+            checkpoint, from which :func:`sgmc.resume` continues. A ``checkpoint`` or
+            ``stream_to`` folder where no file can be created is a ValueError before
+            anything is compiled.
     """
     if not isinstance(problem, Problem):
         raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
@@ -185,7 +196,7 @@ def start(problem: Problem, kernel: Kernel, positions: PyTree, settings: Setting
     init_evals = int(kernel.init_evals(problem))
     counters = Counters.start(settings.num_chains, init_evals)
     sink = DiskSink(settings.stream_to, settings.num_draws) if settings.stream_to \
-        else MemorySink()
+        else MemorySink(settings.num_draws)
     run = Run(problem, kernel, settings, sink, (states, counters, 0, 0), spec, mesh,
               compile_time=time.perf_counter() - t_start, divergence=divergence)
     return execute(run, progress)
@@ -201,16 +212,24 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
     model, data, sampler kind and hyper-parameters — checked by fingerprint, and the model's
     energy and gradient at the stored position on the first rows of data by a probe,
     :func:`sgmc.checkpoint.probe`). Checkpoints
-    keep being written to ``path`` as the run goes on; if the run streamed its draws
-    (``stream_to``), the folder must still be there. A finished run's checkpoint returns its
-    Result at once. ``mesh`` places the rest of the run on devices as in :func:`sample`
-    (it need not be the mesh the run started on).
+    keep being written to ``path`` as the run goes on. The draws the checkpoint counts are
+    read from where the run wrote them — its ``stream_to`` folder, or the folder
+    ``PATH.draws`` written next to the first checkpoint (the header names it relative to the
+    checkpoint, so the two move together) — which must still be there, and are verified
+    against the checksums written with them; draws written after the checkpoint (by a run
+    that went on before it was killed) are ignored and made again. A finished run's
+    checkpoint returns its Result at once. ``mesh`` places the rest of the run on devices as
+    in :func:`sample` (it need not be the mesh the run started on).
 
     Raises:
         sgmc.CheckpointError: ``path`` is not a checkpoint, is truncated or corrupted (the
             previous checkpoint ``PATH.prev`` is named if it is intact), or was written for
             a different problem or sampler (also a same-named model function with another
-            body: the message shows the stored and the found energy or gradient).
+            body: the message shows the stored and the found energy or gradient); or its
+            draws' folder, or a file in it, is missing, misshapen or altered (named).
+        ValueError: the run is unfinished and no file can be created next to ``path`` or in
+            its draws' folder (before anything is compiled).
+        sgmc.DivergenceError, sgmc.Interrupted, sgmc.StorageError: as in :func:`sample`.
     """
     if not isinstance(problem, Problem):
         raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
@@ -243,27 +262,36 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
         raise ckpt.CheckpointError(
             f"{path} was written by a run of a different model: {differs}; resume with the "
             "problem the run started with")
-    draw_treedef = jax.tree.structure(jax.eval_shape(jax.vmap(sampler.draw), states))
-    count = header["kept"]
+    # The draws: the run's stream, or the checkpoint's own stream folder (read back into
+    # memory); its first `count` draws are verified against their checksums.
+    template = jax.eval_shape(jax.vmap(sampler.draw), states)
+    count = int(header["kept"])
+    mirror = None
     if settings.stream_to:
-        sink = DiskSink(settings.stream_to, settings.num_draws, count, draw_treedef)
-    elif count:
-        samples = jax.tree.unflatten(draw_treedef, [arrays[f"kept/samples/{i}"]
-                                                    for i in range(draw_treedef.num_leaves)])
-        info = {k[len("kept/info/"):]: v for k, v in arrays.items()
-                if k.startswith("kept/info/")}
-        sink = MemorySink([(samples, info, arrays["kept/step"])])
+        folder = settings.stream_to
+        sink = DiskSink(folder, settings.num_draws, count, template)
     else:
-        sink = MemorySink()
+        folder = os.path.join(os.path.dirname(os.path.abspath(path)), header["draws_folder"])
+        mirror = DiskSink(folder, settings.num_draws, count, template)
+        sink = MemorySink(settings.num_draws)
+        if count:
+            sink.append(*mirror.arrays())
+    if int(header["t0"]) < settings.num_steps:  # the run goes on: it writes there
+        _writable("path", path, os.path.dirname(os.path.abspath(path)))
+        if os.path.isdir(folder):
+            _writable("path", path, folder)
     cursor = (states, counters, int(header["t0"]), int(header["next_block"]))
     run = Run(problem, sampler, settings, sink, cursor, header["positions"], mesh,
-               compile_time=float(header["compile_time"]),
-               sampling_time=float(header["sampling_time"]))
+              compile_time=float(header["compile_time"]),
+              sampling_time=float(header["sampling_time"]), mirror=mirror,
+              last_checkpoint=path)
     return execute(run, progress)
 
 
 def _check_storage(checkpoint, checkpoint_every, stream_to):
-    """Validate the checkpoint and streaming arguments (paths as strings)."""
+    """Validate the checkpoint and streaming arguments (paths as strings), and that files
+    can be written where they go — tried by writing one (``os.access`` answers yes to root
+    on a read-only mount)."""
     if checkpoint is not None:
         checkpoint = os.fspath(checkpoint)
         folder = os.path.dirname(os.path.abspath(checkpoint))
@@ -271,6 +299,11 @@ def _check_storage(checkpoint, checkpoint_every, stream_to):
             raise ValueError(f"checkpoint={checkpoint!r}: the folder {folder} does not exist")
         if os.path.isdir(checkpoint):
             raise ValueError(f"checkpoint={checkpoint!r} is a folder; give a file path")
+        _writable("checkpoint", checkpoint, folder)
+        draws = os.path.abspath(checkpoint) + ".draws"
+        if stream_to is None and os.path.exists(draws) and not os.path.isdir(draws):
+            raise ValueError(f"checkpoint={checkpoint!r}: {draws}, where the checkpoints keep "
+                             "the draws, is a file; move it or choose another path")
     if checkpoint_every is not None:
         if checkpoint is None:
             raise ValueError("checkpoint_every needs checkpoint=PATH")
@@ -279,6 +312,21 @@ def _check_storage(checkpoint, checkpoint_every, stream_to):
         stream_to = os.path.abspath(os.fspath(stream_to))
         if os.path.exists(stream_to) and (not os.path.isdir(stream_to) or os.listdir(stream_to)):
             raise ValueError(f"stream_to={stream_to!r} must be a new or empty folder")
+        existing = stream_to  # the folder, or the nearest folder above it that exists
+        while not os.path.exists(existing):
+            existing = os.path.dirname(existing)
+        _writable("stream_to", stream_to, existing)
     return checkpoint, checkpoint_every, stream_to
+
+
+def _writable(name: str, value: str, folder: str) -> None:
+    """A ValueError naming argument ``name`` unless a file can be created in ``folder``."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".sgmc-write-test-")
+        os.close(fd)
+        os.remove(tmp)
+    except OSError as err:
+        raise ValueError(f"{name}={value!r}: cannot write in the folder {folder} "
+                         f"({err.strerror or err})") from None
 
 

@@ -2,8 +2,9 @@
 
 What a checkpoint holds of a run: the settings, every chain's kernel state and counters as
 a flat list of leaves (restored into the structure ``kernel.init`` gives, so no code is
-stored), the kept draws unless they stream to disk, and the chain-stacked positions' tree
-structure (JSON, for rebuilding that structure without the user's init).
+stored), where the kept draws are (a stream folder, :mod:`sgmc._store`) and how many count,
+and the chain-stacked positions' tree structure (JSON, for rebuilding that structure
+without the user's init).
 """
 
 from __future__ import annotations

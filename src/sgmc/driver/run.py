@@ -3,14 +3,19 @@
 Between blocks — never per step — the host stores the block's kept draws (in memory, or
 streamed to ``.npy`` files: :mod:`sgmc._store`), updates the progress bar, checks for
 divergence and writes checkpoints. Streamed data are read by a thread one block ahead. A
-Ctrl-C or a divergence raises an error that carries every draw kept so far.
+Ctrl-C, a divergence or a failed write raises an error that carries every draw kept so far.
+
+A Ctrl-C while a block runs is answered once that block is stored (its draws are kept);
+a second Ctrl-C before then stops at once, without that block.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -21,8 +26,8 @@ import numpy as np
 
 from .. import checkpoint as ckpt
 from .._mesh import put, shardings, split_data, to_host
-from .._store import MemorySink
-from ..errors import DivergenceError, Interrupted
+from .._store import DiskSink
+from ..errors import DivergenceError, Interrupted, StorageError
 from ..result import Result
 from .checkpoint import Settings
 from .loop import run_block, run_steps
@@ -56,14 +61,26 @@ class Run:
     ``cursor`` = (states, counters, steps done, next block) is replaced in one assignment
     after each block, so a Ctrl-C never sees half an update; the sink may then hold one
     block more than the cursor accounts for, which :meth:`kept_before` lets us drop.
+
+    A run with ``checkpoint`` whose draws stay in memory also appends them, at each
+    checkpoint, to ``mirror``: a stream folder (``PATH.draws`` unless the run resumed one;
+    its files are created, space reserved, before sampling) that the checkpoints refer to,
+    so that a checkpoint costs the state and the new draws.
+    ``last_checkpoint`` is the last complete checkpoint (the one a resumed run started from,
+    until it writes one).
     """
 
     def __init__(self, problem, sampler, settings, sink, cursor, position_spec, mesh=None,
-                 compile_time=0.0, sampling_time=0.0, divergence="raise"):
+                 compile_time=0.0, sampling_time=0.0, divergence="raise", mirror=None,
+                 last_checkpoint=None):
         self.problem, self.sampler, self.settings = problem, sampler, settings
         self.sink, self.cursor, self.position_spec = sink, cursor, position_spec
         self.compile_time, self.sampling_time = compile_time, sampling_time
         self.divergence = divergence  # "raise" a DivergenceError, or "continue"
+        if mirror is None and settings.checkpoint and not settings.stream_to:
+            mirror = DiskSink(os.path.abspath(settings.checkpoint) + ".draws", settings.num_draws)
+        self.mirror = mirror
+        self.last_checkpoint = last_checkpoint
         s = settings
         trailing = (s.num_steps - s.burn_in) % s.thin
         self.plan = block_plan(s.burn_in, s.num_draws, s.thin, trailing, s.draws_per_block)
@@ -120,26 +137,62 @@ class Run:
                       meta, final_state=states)
 
     def save_checkpoint(self) -> str:
+        """Write a checkpoint at the cursor: the state, and where the draws are — the stream,
+        or the mirror, to which the draws kept since the previous checkpoint are appended
+        first. Returns its path.
+
+        Raises:
+            StorageError: a write failed (the draws kept so far are in its result).
+        """
         states, counters, t0, next_block = self.cursor
         leaves = jax.tree.leaves((states, counters))
         arrays = {f"state/{i}": to_host(x) for i, x in enumerate(leaves)}
         count = self.kept_before(next_block)
-        self.sink.truncate(count)
-        if isinstance(self.sink, MemorySink) and (parts := self.sink.arrays()) is not None:
-            samples, info, steps = parts
-            arrays.update({f"kept/samples/{i}": x
-                           for i, x in enumerate(jax.tree.leaves(samples))})
-            arrays.update({f"kept/info/{k}": v for k, v in info.items()})
-            arrays["kept/step"] = steps
-        settings = {k: v for k, v in self.settings._asdict().items() if k != "checkpoint"}
-        header = {"settings": settings, "positions": self.position_spec, "t0": t0,
-                  "next_block": next_block, "kept": count, "num_state_leaves": len(leaves),
-                  "compile_time": self.compile_time, "sampling_time": self.sampling_time,
-                  "fingerprint": dict(ckpt.fingerprint(*self.given), probe=ckpt.probe(
-                      self.given[0], ckpt.probe_point(states.position, self.position_spec)))}
         path = self.settings.checkpoint
-        ckpt.write(path, header, arrays)
+        try:
+            self.sink.truncate(count)
+            mirror = self.mirror
+            if mirror is not None and count != mirror.count:
+                mirror.truncate(count)
+                a = mirror.count
+                if count > a:  # the draws since the previous checkpoint
+                    samples, info, steps = self.sink.arrays()
+                    mirror.append(jax.tree.map(lambda x: x[:, a:count], samples),
+                                  {k: v[:, a:count] for k, v in info.items()}, steps[a:count])
+            settings = {k: v for k, v in self.settings._asdict().items() if k != "checkpoint"}
+            folder = None if mirror is None else os.path.relpath(
+                mirror.folder, os.path.dirname(os.path.abspath(path)))
+            header = {"settings": settings, "positions": self.position_spec, "t0": t0,
+                      "next_block": next_block, "kept": count, "draws_folder": folder,
+                      "num_state_leaves": len(leaves), "compile_time": self.compile_time,
+                      "sampling_time": self.sampling_time,
+                      "fingerprint": dict(ckpt.fingerprint(*self.given), probe=ckpt.probe(
+                          self.given[0], ckpt.probe_point(states.position,
+                                                          self.position_spec)))}
+            ckpt.write(path, header, arrays)
+        except OSError as err:
+            raise self.storage_error(err) from err
+        self.last_checkpoint = path
         return path
+
+    def store(self, write, *args) -> None:
+        """``write(*args)``, a sink's write; an OSError becomes a StorageError."""
+        try:
+            write(*args)
+        except OSError as err:
+            raise self.storage_error(err) from err
+
+    def storage_error(self, err: OSError) -> StorageError:
+        """The error for a failed write: the draws kept so far (as the sink counts them, up
+        to the cursor), the last complete checkpoint, the file and the cause."""
+        good = self.last_checkpoint
+        if good and not os.path.exists(good) and os.path.exists(f"{good}.prev"):
+            good = f"{good}.prev"  # the write failed between its two renames
+        try:
+            result = self.result()
+        except OSError:  # the stream's files themselves are gone
+            result = None
+        return StorageError(self.cursor[2], result, good, err.filename, err)
 
 
 def execute(run: Run, progress: bool | None) -> Result:
@@ -160,6 +213,7 @@ def execute(run: Run, progress: bool | None) -> Result:
     def buffer(i):
         return problem if i == 0 else problem.with_buffer(i, run.put_data)
 
+    interrupt = _DeferredInterrupt()
     try:
         upcoming = pool.submit(buffer, first) if pool else None
         # Compile up front (and only the programs the rest of the plan uses), so that
@@ -173,11 +227,21 @@ def execute(run: Run, progress: bool | None) -> Result:
             partial_ = run_steps.lower(*args, np.int32(1), np.int32(1),
                                        max_draws=n_block).compile()
         run.compile_time += time.perf_counter() - t_start
+        # The sinks' arrays or files, for blocks shaped as the program's: a full disk
+        # shows here, before any sampling.
+        out = getattr(full or partial_, "out_info", None)
+        if out is not None:
+            empty = _host_block(jax.tree.map(lambda s: np.zeros((0, *s.shape[1:]), s.dtype),
+                                             out[2]), 0, 0)
+            for sink in (run.sink, run.mirror):
+                if sink is not None:
+                    run.store(sink.prepare, *empty)
         if want_progress(progress):
             from tqdm.auto import tqdm
             bar = tqdm(total=run.settings.num_steps, initial=t0,
                        desc=sampler.name, unit="step")
         t_run = time.perf_counter()
+        interrupt.install()
         for i in range(first, len(plan)):
             n_draws, steps, static, drop = plan[i]
             states, counters, t0, _ = run.cursor
@@ -195,8 +259,8 @@ def execute(run: Run, progress: bool | None) -> Result:
                                                   run.run_keys, np.int32(t0),
                                                   np.int32(n_draws), np.int32(steps))
             if drop < n_draws:  # slice on the host: an eager device slice costs more
-                run.sink.append(*_host_block(buf, drop, n_draws),
-                                t0 + steps * np.arange(drop + 1, n_draws + 1))
+                run.store(run.sink.append, *_host_block(buf, drop, n_draws),
+                          t0 + steps * np.arange(drop + 1, n_draws + 1))
             run.cursor = (*run.place(states, counters), t0 + n_draws * steps, i + 1)
             run.sampling_time = sampled_before + time.perf_counter() - t_run
             if bar is not None:
@@ -206,20 +270,29 @@ def execute(run: Run, progress: bool | None) -> Result:
                 chain = int(np.argmin(np.where(bad >= 0, bad, np.iinfo(np.int32).max)))
                 step = int(bad[chain]) + 1
                 replica = int(to_host(counters.bad_replica)[chain])
-                raise DivergenceError(step, chain, run.result(max_step=step - 1),
-                                      replica if replica >= 0 else None)
+                result = run.result(max_step=step - 1)
+                # The stream counts what the error holds, not the non-finite draws after.
+                run.store(run.sink.truncate, result.num_draws)
+                raise DivergenceError(step, chain, result, replica if replica >= 0 else None)
+            if interrupt.pending:  # a Ctrl-C came during the block, which is now stored
+                raise KeyboardInterrupt
             done = run.cursor[2]
             if run.settings.checkpoint and (done - last_checkpoint >= every
                                                or i + 1 == len(plan)):
                 run.save_checkpoint()
                 last_checkpoint = done
+        if interrupt.pending:  # (a Ctrl-C after the last block's check)
+            raise KeyboardInterrupt
+        interrupt.restore()
     except KeyboardInterrupt:
+        interrupt.restore()  # a Ctrl-C while the checkpoint is written stops at once
         if t_run is not None:
             run.sampling_time = sampled_before + time.perf_counter() - t_run
-        run.sink.truncate(run.kept_before(run.cursor[3]))
+        run.store(run.sink.truncate, run.kept_before(run.cursor[3]))
         path = run.save_checkpoint() if run.settings.checkpoint else None
         raise Interrupted(run.cursor[2], run.result(), path) from None
     finally:
+        interrupt.restore()
         if bar is not None:
             bar.close()
         if pool is not None:
@@ -228,8 +301,36 @@ def execute(run: Run, progress: bool | None) -> Result:
     if run.divergence == "continue":  # minimize: which chains went non-finite, and when
         bad = to_host(run.cursor[1].bad_step)
         result.meta["diverged_step"] = np.where(bad >= 0, bad + 1, -1).tolist()
-    run.sink.close(result.meta)
+    run.store(run.sink.close, result.meta)
+    if run.mirror is not None and run.mirror.count == run.sink.count:
+        run.store(run.mirror.close, result.meta)  # PATH.draws is then a saved result too
     return result
+
+
+class _DeferredInterrupt:
+    """While installed, a Ctrl-C (SIGINT) sets :attr:`pending` instead of raising, so the
+    loop stops after storing the block in flight; a second Ctrl-C while one is pending
+    raises KeyboardInterrupt at once. Installed only in the main thread and only over
+    Python's default handler (a handler of the user's, or SIG_IGN, is left alone)."""
+
+    def __init__(self) -> None:
+        self.pending = False
+        self._previous = None
+
+    def _handle(self, signum, frame) -> None:
+        if self.pending:
+            raise KeyboardInterrupt
+        self.pending = True
+
+    def install(self) -> None:
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+
+    def restore(self) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
 
 
 def _host_block(buf: dict, drop: int, n_draws: int) -> tuple[PyTree, dict]:
