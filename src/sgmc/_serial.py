@@ -12,14 +12,14 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
 import jax
 import numpy as np
 
-__all__ = ["decode_tree", "encode_tree", "json_default", "tree_from_spec", "tree_spec",
-           "write_atomic", "write_json_atomic"]
+__all__ = ["decode_tree", "encode_tree", "json_default", "naming", "tree_from_spec",
+           "tree_spec", "write_atomic", "write_json_atomic"]
 
 PyTree = Any
 _UMASK = os.umask(0o022)  # the process's umask (read by setting it, so set it back)
@@ -64,26 +64,40 @@ def json_default(obj: Any) -> Any:
     raise TypeError(f"cannot store {type(obj).__name__} in result metadata")
 
 
+@contextlib.contextmanager
+def naming(path: str) -> Iterator[None]:
+    """Re-raise an OSError that names no file (those of ``os.write``, ``os.pwrite``,
+    ``fsync``… do not) as one naming ``path``, the original as its cause."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is None:
+            raise OSError(err.errno, err.strerror or str(err), path) from err
+        raise
+
+
 def write_atomic(path: str, write: Callable[[IO], None], mode: str = "wb",
                  replace: Callable[[str, str], None] = os.replace) -> None:
     """Write a file by ``write(fh)`` into a uniquely named temporary file next to ``path``
     (``BASENAME.XXXXXXXX.tmp``, so two processes never share one), fsync it, then
     ``replace(tmp, path)`` (a rename over ``path``: never half a file there). The temporary
-    file is removed if anything fails (and the error raised)."""
+    file is removed if anything fails, and the error raised (an OSError names a file:
+    ``path`` unless it named one)."""
     folder, base = os.path.split(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=base + ".", suffix=".tmp")
-    try:
-        if hasattr(os, "fchmod"):  # mkstemp creates 0600; give what open() would
-            os.fchmod(fd, 0o666 & ~_UMASK)
-        with os.fdopen(fd, mode) as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
+    with naming(path):
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=base + ".", suffix=".tmp")
+        try:
+            if hasattr(os, "fchmod"):  # mkstemp creates 0600; give what open() would
+                os.fchmod(fd, 0o666 & ~_UMASK)
+            with os.fdopen(fd, mode) as fh:
+                write(fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+            replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
 
 
 def write_json_atomic(path: str, obj: Any) -> None:

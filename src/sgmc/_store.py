@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from ._serial import tree_from_spec, tree_spec, write_json_atomic
+from ._serial import naming, tree_from_spec, tree_spec, write_json_atomic
 from .errors import CheckpointError
 from .result import Result
 
@@ -139,17 +139,6 @@ class _File(NamedTuple):
             yield self.offset + (c * total + start) * self.row, (stop - start) * self.row
 
 
-@contextlib.contextmanager
-def _writing(path: str) -> Iterator[None]:
-    """Name ``path`` in an OSError that names no file (os.pwrite's do not)."""
-    try:
-        yield
-    except OSError as err:
-        if err.filename is None:
-            raise OSError(err.errno, err.strerror or str(err), path) from err
-        raise
-
-
 def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
     while data:
         n = os.pwrite(fd, data, offset)
@@ -178,7 +167,7 @@ def _create(path: str, shape: tuple, dtype: np.dtype) -> _File:
         np.lib.format.write_array_header_2_0(buf, header)
     head = buf.getvalue()
     size = int(np.prod(shape)) * dtype.itemsize
-    with _writing(path):
+    with naming(path):
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
         try:
             _pwrite_all(fd, memoryview(head), 0)
@@ -263,7 +252,7 @@ class DiskSink:
         made_folder = not os.path.isdir(self.folder)
         created: list[str] = []
         try:
-            with _writing(self.folder):
+            with naming(self.folder):
                 os.makedirs(self.folder, exist_ok=True)
             files = {}
             for k, (shape, dtype) in shapes.items():
@@ -271,7 +260,7 @@ class DiskSink:
                 files[k] = _create(self._path(k), shape, dtype)
             sums = os.path.join(self.folder, CHECKSUMS)
             created.append(sums)
-            with _writing(sums), open(sums, "w") as fh:  # a new stream: no block yet
+            with naming(sums), open(sums, "w") as fh:  # a new stream: no block yet
                 os.fsync(fh.fileno())
             spec, order = tree_spec(samples)
             header = {"format": STREAM_FORMAT, "spec": spec, "order": order,
@@ -281,8 +270,7 @@ class DiskSink:
                                 for k, f in files.items()}}
             path = os.path.join(self.folder, "header.json")
             created.append(path)
-            with _writing(path):
-                write_json_atomic(path, header)
+            write_json_atomic(path, header)
         except BaseException:
             for path in created:  # leave the folder as it was: new or empty
                 with contextlib.suppress(OSError):
@@ -306,7 +294,7 @@ class DiskSink:
             f = self._files[k]
             x = np.ascontiguousarray(x, dtype=f.dtype)
             h = hashlib.sha256()
-            with _writing(f.path):
+            with naming(f.path):
                 fd = os.open(f.path, os.O_WRONLY)
                 try:
                     parts = [x] if k == "step" else list(x)  # chain after chain
@@ -319,7 +307,7 @@ class DiskSink:
                     os.close(fd)
             digests[k] = h.hexdigest()
         sums = os.path.join(self.folder, CHECKSUMS)
-        with _writing(sums), open(sums, "a") as fh:
+        with naming(sums), open(sums, "a") as fh:
             fh.write(json.dumps({"start": a, "stop": a + n, "sha256": digests}) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
@@ -327,15 +315,15 @@ class DiskSink:
 
     def _write_header(self, count: int, meta: dict | None) -> None:
         """Record ``count`` and ``meta`` in header.json (atomically); then count them."""
-        path = os.path.join(self.folder, "header.json")
         header = dict(self._header, count=int(count), meta=meta)
-        with _writing(path):
-            write_json_atomic(path, header)
+        write_json_atomic(os.path.join(self.folder, "header.json"), header)
         self._header, self.count = header, int(count)
 
     def truncate(self, n: int) -> None:
-        """Count only the first ``n`` draws (the bytes of later ones stay, uncounted)."""
-        if n < self.count:
+        """Count only the first ``n`` draws (the bytes of later ones stay, uncounted); also
+        in the header, which a continued stream may have left counting more."""
+        n = min(int(n), self.count)
+        if self._header is not None and n != self._header["count"]:
             self._write_header(n, None)
 
     def arrays(self) -> tuple[PyTree, dict, np.ndarray] | None:
