@@ -216,21 +216,34 @@ def test_read_only_folder_is_refused_before_compiling(read_only, monkeypatch, ar
         sgmc.sample(_problem(), _sampler(), INIT, **RUN, **{argument: target})
 
 
-def test_unwritable_checkpoint_folder_is_refused_before_compiling(tmp_path, monkeypatch):
-    """The same without root: creating a file in the folder fails."""
+def _refuse_files_in(folder: Path, monkeypatch) -> None:
+    """Creating a file in ``folder`` fails, as in a folder without write permission."""
     import tempfile
 
     mkstemp = tempfile.mkstemp
 
     def refusing(*args, dir=None, **kwargs):
-        if dir is not None and Path(dir) == tmp_path:
+        if dir is not None and Path(dir) == folder:
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(dir))
         return mkstemp(*args, dir=dir, **kwargs)
 
     monkeypatch.setattr(tempfile, "mkstemp", refusing)
     monkeypatch.setattr(run_mod, "run_block", _NoCompile())
+    monkeypatch.setattr(run_mod, "run_steps", _NoCompile())
+
+
+def test_unwritable_checkpoint_folder_is_refused_before_compiling(tmp_path, monkeypatch):
+    """The same without root: creating a file in the folder fails."""
+    _refuse_files_in(tmp_path, monkeypatch)
     with pytest.raises(ValueError, match=r"checkpoint=.*cannot write.*Permission denied"):
         sgmc.sample(_problem(), _sampler(), INIT, **RUN, checkpoint=tmp_path / "run.ckpt")
+
+
+def test_resume_into_an_unwritable_folder_is_refused_before_compiling(tmp_path, monkeypatch):
+    path, _ = _interrupted(tmp_path, monkeypatch, stream=False)
+    _refuse_files_in(tmp_path, monkeypatch)
+    with pytest.raises(ValueError, match=r"path=.*cannot write.*Permission denied"):
+        sgmc.resume(path, _problem(), _sampler())
 
 
 def test_failed_checkpoint_write_keeps_every_draw(full, tmp_path, monkeypatch):
