@@ -33,8 +33,9 @@ from sgmc import _store, checkpoint
 from sgmc.driver import run as run_mod
 
 DATA = np.linspace(-1.0, 1.0, 40, dtype=np.float32).reshape(20, 2)
-# Blocks of 10 draws of one step: block k ends at step 10 (k + 1).
-RUN = dict(num_steps=200, num_chains=2, seed=3, draws_per_block=10)
+# Blocks of 10 draws of one step: block k ends at step 10 (k + 1). Three chains: an init of
+# shape (2,) is then unambiguously one point.
+RUN = dict(num_steps=200, num_chains=3, seed=3, draws_per_block=10)
 INIT = jnp.zeros(2)
 
 
@@ -301,7 +302,7 @@ def test_two_writers_on_one_path_do_not_collide(tmp_path, monkeypatch):
 # -- item 3: a checkpoint costs the state and the new draws ----------------------------------
 
 def test_checkpoint_size_does_not_grow_with_the_draws(tmp_path):
-    """Many draws (2 chains x 20,000 x 2 float32 + statistics: ~800 kB): the checkpoint
+    """Many draws (3 chains x 20,000 x 2 float32 + statistics: ~1.2 MB): the checkpoint
     holds the state only, the same size at every checkpoint; the draws are appended to
     PATH.draws, each block once."""
     path = tmp_path / "run.ckpt"
@@ -379,9 +380,9 @@ def test_missing_or_misshapen_draws_are_refused_naming_them(tmp_path, monkeypatc
     path, folder = _interrupted(tmp_path, monkeypatch, stream)
     info = folder / "info_grad_evals.npy"
     kept = info.read_bytes()
-    np.save(info, np.zeros((2, 3), np.int64))
+    np.save(info, np.zeros((3, 2), np.int64))
     with pytest.raises(sgmc.CheckpointError, match=r"info_grad_evals\.npy holds an array "
-                                                   r"of shape \(2, 3\)"):
+                                                   r"of shape \(3, 2\)"):
         sgmc.resume(path, _problem(), _sampler())
     with pytest.raises(ValueError, match=r"info_grad_evals\.npy holds"):
         sgmc.Result.load(folder)
@@ -406,7 +407,7 @@ def test_divergence_with_a_stream_counts_only_the_finite_draws(tmp_path):
     folder = tmp_path / "draws"
     with pytest.raises(sgmc.DivergenceError) as info:
         sgmc.sample(post, sgmc.sgld(jump, batch_size=20), jnp.zeros(2), num_steps=1000,
-                    num_chains=2, thin=2, seed=9, draws_per_block=100, stream_to=folder)
+                    num_chains=3, thin=2, seed=9, draws_per_block=100, stream_to=folder)
     err = info.value
     assert 300 < err.step < 400 and err.result.num_draws < 200  # mid-block
     loaded = sgmc.Result.load(folder)
