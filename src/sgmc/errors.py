@@ -36,7 +36,9 @@ class DivergenceError(FloatingPointError):
 
 
 class Interrupted(KeyboardInterrupt):
-    """The run was interrupted (Ctrl-C) between two blocks of steps.
+    """The run was interrupted (Ctrl-C). The run stops once the block of steps under way is
+    done and its draws stored (a second Ctrl-C before then stops at once, without that
+    block's draws).
 
     A subclass of :class:`KeyboardInterrupt`, so an interrupted script still stops unless
     it catches this.
