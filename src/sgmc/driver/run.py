@@ -190,7 +190,7 @@ class Run:
             good = f"{good}.prev"  # the write failed between its two renames
         try:
             result = self.result()
-        except OSError:  # the stream's files themselves are gone
+        except (OSError, ValueError):  # the stream's files themselves are gone or cut
             result = None
         return StorageError(self.cursor[2], result, good, err.filename, err)
 
