@@ -195,3 +195,60 @@ def test_minimize_names_the_diverged_replica_of_a_coupled_method():
                             init_axes="replica")
     assert res.diverged.tolist() == [True]
     assert res.value[0] == 0.0 and res.exchanges[0] == 0
+
+
+# --- Item 12: blocks cut by wall time ------------------------------------------------------
+
+
+@pytest.fixture
+def tiny_block_seconds(monkeypatch):
+    """Every default block 'takes too long': after the first, blocks are cut to one draw."""
+    from sgmc.driver import api
+    monkeypatch.setattr(api, "BLOCK_SECONDS", 1e-9)
+
+
+LONG = dict(num_steps=400, num_chains=2, burn_in=30, seed=5)
+
+
+def test_default_blocks_are_cut_by_wall_time_with_the_same_draws(tiny_block_seconds):
+    """A default-size block that takes longer than 2·BLOCK_SECONDS makes the rest of the run
+    use short blocks (here one draw each); the draws are bitwise those of fixed blocks."""
+    cut = sgmc.sample(_posterior(1.0), _sampler(), jnp.zeros(2), **LONG)
+    fixed = sgmc.sample(_posterior(1.0), _sampler(), jnp.zeros(2), draws_per_block=20, **LONG)
+    assert cut.meta["draws_per_block"] == 1 and fixed.meta["draws_per_block"] == 20
+    np.testing.assert_array_equal(np.asarray(cut.samples), np.asarray(fixed.samples))
+    np.testing.assert_array_equal(cut.info["grad_evals"], fixed.info["grad_evals"])
+
+
+def test_blocks_the_user_chose_are_not_cut(tiny_block_seconds):
+    res = sgmc.sample(_posterior(1.0), _sampler(), jnp.zeros(2), draws_per_block=20, **LONG)
+    assert res.meta["draws_per_block"] == 20
+
+
+def test_cut_blocks_keep_the_checkpoint_cadence_and_resume_bitwise(tiny_block_seconds,
+                                                                     tmp_path, monkeypatch):
+    """Checkpoints keep the cadence of the original blocks (not one per short block), and a
+    checkpoint written after the blocks were cut resumes to the uninterrupted draws."""
+    writes = []
+    real = checkpoint.write
+    monkeypatch.setattr(checkpoint, "write", lambda *a: writes.append(a[0]) or real(*a))
+    path = tmp_path / "run.ckpt"
+    full = sgmc.sample(_posterior(1.0), _sampler(), jnp.zeros(2), checkpoint=path, **LONG)
+    # 20 original blocks (the first of which includes the burn-in), and the final one.
+    assert full.meta["draws_per_block"] == 1 and len(writes) <= 21
+    prev = checkpoint.read(f"{path}.prev")[0]
+    assert 0 < prev["t0"] < LONG["num_steps"]
+    res = sgmc.resume(f"{path}.prev", _posterior(1.0), _sampler())
+    np.testing.assert_array_equal(np.asarray(res.samples), np.asarray(full.samples))
+
+
+def test_streamed_blocks_are_not_cut(tiny_block_seconds):
+    """A stream's data buffers are tied to the blocks: its block size never changes."""
+    def loglik(theta, x):
+        return -0.5 * jnp.sum((x - theta) ** 2)
+
+    post = sgmc.Posterior(loglik, _logprior, sgmc.Stream(np.tile(DATA, (5, 1)),
+                                                         buffer_rows=50))
+    sampler = sgmc.sgld(1e-3, batch_size=5, estimator=sgmc.uniform("permutation"))
+    res = sgmc.sample(post, sampler, jnp.zeros(2), **LONG)
+    assert res.meta["draws_per_block"] > 1

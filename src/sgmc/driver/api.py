@@ -25,7 +25,7 @@ from ..problem import Problem
 from ..result import Result
 from .checkpoint import Settings, fill, position_spec, position_template
 from .loop import Counters, init_chains
-from .plan import BLOCK_BYTES, default_draws_per_block
+from .plan import BLOCK_BYTES, BLOCK_SECONDS, default_draws_per_block
 from .run import PRNG_IMPLS, Run, chain_keys, execute
 
 __all__ = ["resume", "sample", "start"]
@@ -89,7 +89,9 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             run, capped so that a block's draws take at most 64 MiB, its steps at most
             ``checkpoint_every`` and, with streamed data, about buffer_rows / batch_size
             (see :class:`sgmc.Stream`), and chosen to divide the run's draws when it can, so that
-            the run needs one compiled program. The draws do not depend on it.
+            the run needs one compiled program; if the first such block takes more than 2 s,
+            the rest are cut to about 1 s each (one more compiled program), so that a Ctrl-C
+            is answered promptly (not with streamed data). The draws do not depend on it.
         prng: ``"threefry"`` (default; the same draws on every backend and sharding) or
             ``"rbg"`` (XLA's RngBitGenerator: may be faster on accelerators, is slower on
             the CPU, where threefry draws many steps' randomness at once; its draws may
@@ -104,8 +106,9 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             state and the draws made since the previous one. Positions must be arrays or
             dicts / lists / tuples of arrays.
         checkpoint_every: write a checkpoint after the first block that ends at least this
-            many steps after the previous one (≥ 1; needs ``checkpoint``). Default: after
-            every block (about 1/20 of the run).
+            many steps after the previous one (≥ 1; needs ``checkpoint``). Default: the
+            steps of one block of the default size (about 1/20 of the run), also when
+            blocks are later cut by wall time.
         stream_to: a new or empty folder. Kept draws are written there block by block into
             ``.npy`` files instead of being held in memory, so memory does not grow with the
             run; the files' full size is reserved on disk at the start (a full disk is
@@ -165,6 +168,10 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
 
     num_draws = (num_steps - burn_in) // thin
     total_draws = burn_in // thin + num_draws  # burn-in runs as draws that are dropped
+    # Blocks of the default size are re-sized by wall time after the first one (not those
+    # the user chose, nor a stream's, whose data buffers are tied to the block size).
+    block_seconds = BLOCK_SECONDS if draws_per_block is None and problem.stream is None \
+        else None
     if draws_per_block is None:
         bytes_per_draw = num_chains * sum(x[0].size * x.dtype.itemsize
                                           for x in jax.tree.leaves(positions))
@@ -179,7 +186,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
         draws_per_block = default_draws_per_block(total_draws, cap)
     settings = Settings(num_steps, burn_in, thin, seed, num_chains, prng,
                         min(draws_per_block, total_draws), checkpoint, checkpoint_every,
-                        stream_to)
+                        stream_to, block_seconds)
     return start(problem, sampler, positions, settings, progress, mesh, spec)
 
 
@@ -280,7 +287,7 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
         _writable("path", path, os.path.dirname(os.path.abspath(path)))
         if os.path.isdir(folder):
             _writable("path", path, folder)
-    cursor = (states, counters, int(header["t0"]), int(header["next_block"]))
+    cursor = (states, counters, int(header["t0"]), 0)
     run = Run(problem, sampler, settings, sink, cursor, header["positions"], mesh,
               compile_time=float(header["compile_time"]),
               sampling_time=float(header["sampling_time"]), mirror=mirror,

@@ -36,6 +36,10 @@ class Settings(NamedTuple):
     checkpoint: str | None
     checkpoint_every: int | None
     stream_to: str | None
+    #: After the first block, blocks are cut to about this many seconds
+    #: (:data:`sgmc.driver.plan.BLOCK_SECONDS`) when they take more than twice that;
+    #: None keeps ``draws_per_block`` (the user chose it, or the data stream).
+    block_seconds: float | None = None
 
     @property
     def num_draws(self) -> int:

@@ -11,7 +11,7 @@ import math
 from typing import NamedTuple
 
 __all__ = ["BLOCK_BYTES", "BLOCK_SECONDS", "TARGET_BLOCKS", "Block", "block_plan",
-           "default_draws_per_block", "draws_for_seconds", "kept_by"]
+           "default_draws_per_block", "draws_after", "draws_for_seconds", "kept_by"]
 
 #: Upper bound on the device memory of one block's draw buffer.
 BLOCK_BYTES = 64 * 2**20
@@ -63,12 +63,23 @@ def block_plan(burn_in: int, num_draws: int, thin: int, trailing: int,
     return plan
 
 
-def kept_by(step: int, burn_in: int, num_draws: int, thin: int) -> int:
-    """Draws per chain kept by the end of step ``step``: draw j (burn-in's included) is
-    taken after step ``burn_in % thin + thin·(j + 1)``."""
+def _draws_by(step: int, burn_in: int, num_draws: int, thin: int) -> tuple[int, int]:
+    """(draws taken by the end of step ``step``, burn-in's included; burn-in draws): draw j
+    is taken after step ``burn_in % thin + thin·(j + 1)``."""
     burn_draws, head = divmod(burn_in, thin)
-    done = min(max(0, step - head) // thin, burn_draws + num_draws)
+    return min(max(0, step - head) // thin, burn_draws + num_draws), burn_draws
+
+
+def kept_by(step: int, burn_in: int, num_draws: int, thin: int) -> int:
+    """Draws per chain kept by the end of step ``step``."""
+    done, burn_draws = _draws_by(step, burn_in, num_draws, thin)
     return max(0, done - burn_draws)
+
+
+def draws_after(step: int, burn_in: int, num_draws: int, thin: int) -> int:
+    """Draws (burn-in's included) still to take after step ``step``."""
+    done, burn_draws = _draws_by(step, burn_in, num_draws, thin)
+    return burn_draws + num_draws - done
 
 
 def draws_for_seconds(seconds_per_draw: float, target: float, remaining: int) -> int:

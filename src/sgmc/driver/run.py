@@ -31,7 +31,7 @@ from ..errors import DivergenceError, Interrupted, StorageError
 from ..result import Result
 from .checkpoint import Settings
 from .loop import run_block, run_steps
-from .plan import block_plan
+from .plan import Block, block_plan, draws_after, draws_for_seconds, kept_by
 
 __all__ = ["PRNG_IMPLS", "Run", "chain_keys", "execute"]
 
@@ -58,9 +58,11 @@ def chain_keys(settings: Settings) -> tuple[jax.Array, jax.Array]:
 class Run:
     """A run in progress: its fixed parts, where its draws go, and where it stands.
 
-    ``cursor`` = (states, counters, steps done, next block) is replaced in one assignment
-    after each block, so a Ctrl-C never sees half an update; the sink may then hold one
-    block more than the cursor accounts for, which :meth:`kept_before` lets us drop.
+    ``cursor`` = (states, counters, steps done, index of the next block in ``plan``) is
+    replaced in one assignment after each block, so a Ctrl-C never sees half an update; the
+    sink may then hold one block more than the cursor accounts for, which :meth:`kept`
+    lets us drop. ``plan`` holds the blocks from the step where this process started (or
+    last re-sized its blocks, :meth:`replan`) to the end.
 
     A run with ``checkpoint`` whose draws stay in memory also appends them, at each
     checkpoint, to ``mirror``: a stream folder (``PATH.draws`` unless the run resumed one;
@@ -74,17 +76,19 @@ class Run:
                  compile_time=0.0, sampling_time=0.0, divergence="raise", mirror=None,
                  last_checkpoint=None):
         self.problem, self.sampler, self.settings = problem, sampler, settings
-        self.sink, self.cursor, self.position_spec = sink, cursor, position_spec
+        self.sink, self.position_spec = sink, position_spec
+        self.cursor = (*cursor[:3], 0)
         self.compile_time, self.sampling_time = compile_time, sampling_time
         self.divergence = divergence  # "raise" a DivergenceError, or "continue"
         if mirror is None and settings.checkpoint and not settings.stream_to:
             mirror = DiskSink(os.path.abspath(settings.checkpoint) + ".draws", settings.num_draws)
         self.mirror = mirror
         self.last_checkpoint = last_checkpoint
-        s = settings
-        trailing = (s.num_steps - s.burn_in) % s.thin
-        self.plan = block_plan(s.burn_in, s.num_draws, s.thin, trailing, s.draws_per_block)
-        self.run_keys = chain_keys(s)[1]
+        self.draws_per_block = settings.draws_per_block
+        self.plan = self._plan(cursor[2])
+        # The run's index of plan[0]: a streamed run's block i reads data buffer i.
+        self.first_block = len(self._plan(0)) - len(self.plan)
+        self.run_keys = chain_keys(settings)[1]
         self.placement, self.put_data = None, jax.device_put
         self.given = (problem, sampler)  # as passed: what a checkpoint's fingerprint is of
         if mesh is not None:
@@ -94,7 +98,20 @@ class Run:
             self.problem = put(problem, on_problem)
             self.put_data = partial(put, sharding=on_problem)
             self.run_keys = put(self.run_keys, on_chains)
-            self.cursor = (*self.place(*cursor[:2]), *cursor[2:])
+            self.cursor = (*self.place(*cursor[:2]), *self.cursor[2:])
+
+    def _plan(self, start: int) -> list[Block]:
+        s = self.settings
+        trailing = (s.num_steps - s.burn_in) % s.thin
+        return block_plan(s.burn_in, s.num_draws, s.thin, trailing, self.draws_per_block,
+                          start)
+
+    def replan(self, draws_per_block: int) -> None:
+        """Cut the rest of the run into blocks of ``draws_per_block`` draws (the draws do
+        not depend on it)."""
+        self.draws_per_block = draws_per_block
+        self.plan = self._plan(self.cursor[2])
+        self.cursor = (*self.cursor[:3], 0)
 
     def place(self, states, counters):
         """States and counters where the mesh wants them. The partitioner may return a
@@ -104,9 +121,10 @@ class Run:
             return states, counters
         return put((states, counters), (self.placement[0], self.placement[1]))
 
-    def kept_before(self, block: int) -> int:
-        """Draws per chain kept by the blocks before ``block``."""
-        return sum(max(0, b.draws - b.drop) for b in self.plan[:block])
+    def kept(self) -> int:
+        """Draws per chain kept by the steps the cursor accounts for."""
+        s = self.settings
+        return kept_by(self.cursor[2], s.burn_in, s.num_draws, s.thin)
 
     def result(self, max_step: int | None = None) -> Result:
         states, counters = self.cursor[:2]
@@ -130,7 +148,7 @@ class Run:
         meta.update({k: getattr(s, k) for k in ("checkpoint", "stream_to") if getattr(s, k)})
         meta.update(self.sampler.meta())
         meta.update(compile_time=self.compile_time, sampling_time=self.sampling_time,
-                    sampler=self.sampler.name,
+                    sampler=self.sampler.name, draws_per_block=self.draws_per_block,
                     num_data=self.problem.num_data, grad_evals_total=total.tolist())
         return Result(samples, {"grad_evals": info["grad_evals"], "step": steps,
                                 **{k: v for k, v in info.items() if k != "grad_evals"}},
@@ -144,10 +162,10 @@ class Run:
         Raises:
             StorageError: a write failed (the draws kept so far are in its result).
         """
-        states, counters, t0, next_block = self.cursor
+        states, counters, t0, _ = self.cursor
         leaves = jax.tree.leaves((states, counters))
         arrays = {f"state/{i}": to_host(x) for i, x in enumerate(leaves)}
-        count = self.kept_before(next_block)
+        count = self.kept()
         path = self.settings.checkpoint
         try:
             self.sink.truncate(count)
@@ -163,7 +181,7 @@ class Run:
             folder = None if mirror is None else os.path.relpath(
                 mirror.folder, os.path.dirname(os.path.abspath(path)))
             header = {"settings": settings, "positions": self.position_spec, "t0": t0,
-                      "next_block": next_block, "kept": count, "draws_folder": folder,
+                      "kept": count, "draws_folder": folder,
                       "num_state_leaves": len(leaves), "compile_time": self.compile_time,
                       "sampling_time": self.sampling_time,
                       "fingerprint": dict(ckpt.fingerprint(*self.given), probe=ckpt.probe(
@@ -196,40 +214,38 @@ class Run:
 
 
 def execute(run: Run, progress: bool | None) -> Result:
-    """Run the blocks of ``run`` from where it stands to its end."""
-    problem, sampler, plan = run.problem, run.sampler, run.plan
-    states, counters, t0, first = run.cursor
-    rest = plan[first:]
-    n_block, thin = run.settings.draws_per_block, run.settings.thin
-    every = run.settings.checkpoint_every or 1
+    """Run the blocks of ``run`` from where it stands to its end.
+
+    Default blocks (about 1/20 of the run) that take more than twice ``block_seconds`` are
+    cut, after the first one, to about ``block_seconds`` each — one more compiled program —
+    so that a Ctrl-C is answered promptly and a crash loses little; checkpoints keep the
+    cadence of the original blocks."""
+    problem, sampler, s = run.problem, run.sampler, run.settings
+    states, counters, t0, _ = run.cursor
+    every = s.checkpoint_every or s.draws_per_block * s.thin
     last_checkpoint = t0
-    sampled_before = run.sampling_time
+    sampled_before, paused = run.sampling_time, 0.0
     bar = t_run = None
+    timed = s.block_seconds is None  # True once a full block was timed (or never timed)
     # Streamed data: block i runs on its own buffer, read and put on the device by a
     # thread while block i − 1 runs (block 0's buffer is the problem's own).
     stream = problem.stream
     pool = ThreadPoolExecutor(1) if stream is not None else None
 
     def buffer(i):
+        i += run.first_block
         return problem if i == 0 else problem.with_buffer(i, run.put_data)
 
     interrupt = _DeferredInterrupt()
     try:
-        upcoming = pool.submit(buffer, first) if pool else None
+        upcoming = pool.submit(buffer, 0) if pool else None
         # Compile up front (and only the programs the rest of the plan uses), so that
         # compile_time holds all compilation and sampling_time none.
-        t_start = time.perf_counter()
         args = (problem, sampler, states, counters, run.run_keys, np.int32(0))
-        full = partial_ = None
-        if any(block.full for block in rest):
-            full = run_block.lower(*args, n_draws=n_block, thin=thin).compile()
-        if not all(block.full for block in rest):
-            partial_ = run_steps.lower(*args, np.int32(1), np.int32(1),
-                                       max_draws=n_block).compile()
-        run.compile_time += time.perf_counter() - t_start
+        programs = _compile(run, args, {})
         # The sinks' arrays or files, for blocks shaped as the program's: a full disk
         # shows here, before any sampling.
-        out = getattr(full or partial_, "out_info", None)
+        out = getattr(programs.get("full") or programs.get("partial"), "out_info", None)
         if out is not None:
             empty = _host_block(jax.tree.map(lambda s: np.zeros((0, *s.shape[1:]), s.dtype),
                                              out[2]), 0, 0)
@@ -238,34 +254,35 @@ def execute(run: Run, progress: bool | None) -> Result:
                     run.store(sink.prepare, *empty)
         if want_progress(progress):
             from tqdm.auto import tqdm
-            bar = tqdm(total=run.settings.num_steps, initial=t0,
-                       desc=sampler.name, unit="step")
+            bar = tqdm(total=s.num_steps, initial=t0, desc=sampler.name, unit="step")
         t_run = time.perf_counter()
         interrupt.install()
-        for i in range(first, len(plan)):
-            n_draws, steps, static, drop = plan[i]
-            states, counters, t0, _ = run.cursor
+        while run.cursor[3] < len(run.plan):
+            states, counters, t0, i = run.cursor
+            n_draws, steps, static, drop = run.plan[i]
             data = problem
             if pool:
                 data = upcoming.result()
-                if i + 1 < len(plan):
+                if i + 1 < len(run.plan):
                     upcoming = pool.submit(buffer, i + 1)
+            t_block = time.perf_counter()
             # NumPy scalars: creating device scalars costs ~0.1 ms each here.
             if static:
-                states, counters, buf = full(data, sampler, states, counters,
-                                                  run.run_keys, np.int32(t0))
+                states, counters, buf = programs["full"](
+                    data, sampler, states, counters, run.run_keys, np.int32(t0))
             else:
-                states, counters, buf = partial_(data, sampler, states, counters,
-                                                  run.run_keys, np.int32(t0),
-                                                  np.int32(n_draws), np.int32(steps))
+                states, counters, buf = programs["partial"](
+                    data, sampler, states, counters, run.run_keys, np.int32(t0),
+                    np.int32(n_draws), np.int32(steps))
             if drop < n_draws:  # slice on the host: an eager device slice costs more
                 run.store(run.sink.append, *_host_block(buf, drop, n_draws),
                           t0 + steps * np.arange(drop + 1, n_draws + 1))
             run.cursor = (*run.place(states, counters), t0 + n_draws * steps, i + 1)
-            run.sampling_time = sampled_before + time.perf_counter() - t_run
+            bad = to_host(counters.bad_step)  # also waits for the block to finish
+            seconds = time.perf_counter() - t_block
+            run.sampling_time = sampled_before + time.perf_counter() - t_run - paused
             if bar is not None:
                 bar.update(n_draws * steps)
-            bad = to_host(counters.bad_step)
             if run.divergence == "raise" and (bad >= 0).any():
                 chain = int(np.argmin(np.where(bad >= 0, bad, np.iinfo(np.int32).max)))
                 step = int(bad[chain]) + 1
@@ -277,19 +294,29 @@ def execute(run: Run, progress: bool | None) -> Result:
             if interrupt.pending:  # a Ctrl-C came during the block, which is now stored
                 raise KeyboardInterrupt
             done = run.cursor[2]
-            if run.settings.checkpoint and (done - last_checkpoint >= every
-                                               or i + 1 == len(plan)):
+            if s.checkpoint and (done - last_checkpoint >= every
+                                 or run.cursor[3] == len(run.plan)):
                 run.save_checkpoint()
                 last_checkpoint = done
+            if not timed and static:
+                timed = True
+                if seconds > 2 * s.block_seconds:
+                    n = draws_for_seconds(seconds / n_draws, s.block_seconds,
+                                          draws_after(done, s.burn_in, s.num_draws, s.thin))
+                    if n <= run.draws_per_block // 2:
+                        t_compile = time.perf_counter()
+                        run.replan(n)
+                        programs = _compile(run, args, programs)
+                        paused += time.perf_counter() - t_compile
         if interrupt.pending:  # (a Ctrl-C after the last block's check)
             raise KeyboardInterrupt
         interrupt.restore()
     except KeyboardInterrupt:
         interrupt.restore()  # a Ctrl-C while the checkpoint is written stops at once
         if t_run is not None:
-            run.sampling_time = sampled_before + time.perf_counter() - t_run
-        run.store(run.sink.truncate, run.kept_before(run.cursor[3]))
-        path = run.save_checkpoint() if run.settings.checkpoint else None
+            run.sampling_time = sampled_before + time.perf_counter() - t_run - paused
+        run.store(run.sink.truncate, run.kept())
+        path = run.save_checkpoint() if s.checkpoint else None
         raise Interrupted(run.cursor[2], run.result(), path) from None
     finally:
         interrupt.restore()
@@ -305,6 +332,24 @@ def execute(run: Run, progress: bool | None) -> Result:
     if run.mirror is not None and run.mirror.count == run.sink.count:
         run.store(run.mirror.close, result.meta)  # PATH.draws is then a saved result too
     return result
+
+
+def _compile(run: Run, args: tuple, programs: dict) -> dict:
+    """The compiled programs the rest of ``run.plan`` needs, reusing those in ``programs``:
+    ``full`` (static length, ``run.draws_per_block`` draws) and ``partial`` (traced
+    length, into a buffer of at least the plan's largest partial block)."""
+    t_start = time.perf_counter()
+    n, thin = run.draws_per_block, run.settings.thin
+    programs = dict(programs)
+    if any(b.full for b in run.plan) and programs.get("full_draws") != n:
+        programs["full"] = run_block.lower(*args, n_draws=n, thin=thin).compile()
+        programs["full_draws"] = n
+    if not all(b.full for b in run.plan) and programs.get("partial_draws", 0) < n:
+        programs["partial"] = run_steps.lower(*args, np.int32(1), np.int32(1),
+                                              max_draws=n).compile()
+        programs["partial_draws"] = n
+    run.compile_time += time.perf_counter() - t_start
+    return programs
 
 
 class _DeferredInterrupt:
