@@ -101,7 +101,7 @@ def replica_run(output: str, chains: int):
     """A tiny 3-replica reSGLD run on the Gaussian posterior (cached: one compile each)."""
     rx = sgmc.replica_exchange(sgmc.sgld(1e-3, batch_size=5), [1.0, 2.0, 4.0], output=output)
     return sgmc.sample(_gaussian_posterior()[0], rx, jnp.zeros(2), num_steps=120,
-                       num_chains=chains, thin=2, seed=1, progress=False)
+                       num_chains=chains, thin=2, seed=1, progress=False, init_per_chain=False)
 
 
 def test_ksd_score_from_a_posterior_a_function_and_a_tempered_target():

@@ -78,7 +78,8 @@ def test_custom_rule_in_sample(post):
     # swap_every applies to any rule: an attempt every third step only.
     rx3 = sgmc.replica_exchange(sgmc.sgld(1e-3, batch_size=b), [1.0, 2.0], rule=AlwaysSwap(),
                                 swap_every=3)
-    res3 = sgmc.sample(post, rx3, jnp.array([0.3]), num_steps=steps, seed=0, progress=False)
+    res3 = sgmc.sample(post, rx3, jnp.array([0.3]), num_steps=steps, seed=0, progress=False,
+                       init_per_chain=False)
     every_third = (np.arange(steps) % 3 == 2).astype(np.float32)
     np.testing.assert_array_equal(res3.info["swaps"][0, :, 0], every_third)
     np.testing.assert_array_equal(res3.info["swap_attempts"][0, :, 0], every_third)
@@ -96,7 +97,8 @@ def test_custom_rule_with_three_replicas_follows_its_permutation(post):
             return Exchange(jnp.roll(jnp.arange(k), -1), none, none, jnp.int32(0))
 
     rx = sgmc.replica_exchange(sgmc.sgld(1e-3, batch_size=4), [1.0, 2.0, 4.0], rule=Cycle())
-    res = sgmc.sample(post, rx, jnp.array([0.0]), num_steps=3, seed=1, progress=False)
+    res = sgmc.sample(post, rx, jnp.array([0.0]), num_steps=3, seed=1, progress=False,
+                      init_per_chain=False)
     np.testing.assert_array_equal(res.info["replica_labels"][0],
                                   [[1, 2, 0], [2, 0, 1], [0, 1, 2]])
 

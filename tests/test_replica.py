@@ -95,7 +95,8 @@ def test_no_swaps_before_the_variance_is_measured_at_distinct_states(by_age):
     rx = sgmc.replica_exchange(sgmc.sgld(1e-3, batch_size=50), [25.0, 1000.0],
                                energy=sgmc.cv_energy(period=40), num_replicates=4,
                                variance_by_age=by_age)
-    res = sgmc.sample(post, rx, jnp.array([0.0]), num_steps=80, seed=3, progress=False)
+    res = sgmc.sample(post, rx, jnp.array([0.0]), num_steps=80, seed=3, progress=False,
+                      init_per_chain=False)
     attempts = res.info["swap_attempts"][0, :, 0]
     start = 0 if by_age else 40
     assert attempts[:start].sum() == 0 and attempts[start:].sum() == 80 - start

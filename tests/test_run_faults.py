@@ -20,7 +20,8 @@ import sgmc
 from sgmc import checkpoint
 
 DATA = np.linspace(-1.0, 1.0, 40, dtype=np.float32).reshape(20, 2)
-RUN = dict(num_steps=20, num_chains=2, thin=2, seed=3, draws_per_block=2)
+RUN = dict(num_steps=20, num_chains=2, thin=2, seed=3, draws_per_block=2,
+           init_per_chain=False)  # init (2,) with 2 chains: one point for both
 
 
 def _logprior(theta):
@@ -121,7 +122,8 @@ def test_divergence_in_one_replica_names_chain_and_replica():
     coupling = sgmc.replica_exchange(base, [1.0, 2.0, 4.0, 8.0],
                                      step_sizes=[1e-3, 1e-3, 1e-3, 5.0])
     with pytest.raises(sgmc.DivergenceError) as info:
-        sgmc.sample(problem, coupling, jnp.zeros(2), num_steps=200, num_chains=2, seed=1)
+        sgmc.sample(problem, coupling, jnp.zeros(2), num_steps=200, num_chains=2, seed=1,
+                    init_per_chain=False)
     err = info.value
     assert err.replica == 3
     assert err.chain in (0, 1)

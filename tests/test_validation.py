@@ -126,6 +126,6 @@ def test_psgld_preconditions_an_objective_by_its_mean_gradient():
     obj = sgmc.Objective(lambda x, d: 0.5 * jnp.sum((x - d) ** 2), data=jnp.zeros((10, 1)))
     h, alpha, eps = 1e-3, 0.99, 1e-5
     res = sgmc.sample(obj, sgmc.psgld(h, temperature=0.0, alpha=alpha, eps=eps),
-                      jnp.ones(1), num_steps=1)
+                      jnp.ones(1), num_steps=1, init_per_chain=False)
     want = 1.0 - h / (eps + (1 - alpha) ** 0.5)
     assert abs(float(res.samples[0, 0, 0]) - want) < 1e-5

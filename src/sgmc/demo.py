@@ -370,7 +370,7 @@ def _mixture_run(post, method: str, tau, eta: float, s: dict, seed: int,
     thin = max(1, s["steps"] // 500)
     res = sample(post, smp, jnp.array([s["beta0"]]), num_steps=500 * thin,
                  num_chains=s["chains"], burn_in=50 * thin, thin=thin, seed=seed,
-                 progress=False, draws_per_block=50)
+                 progress=False, draws_per_block=50, init_per_chain=False)
     draws = np.asarray(res.samples[..., 0], np.float64)
     swaps = (res.info["swaps"].sum(axis=(1, 2)) if "swaps" in res.info
              else np.zeros(s["chains"]))

@@ -32,6 +32,7 @@ from . import _validate as check
 from ._pytree import pytree_dataclass, replace, static
 from .coupling.replica import ReplicaExchange, replica_exchange
 from .coupling.rules import GreedyRule, greedy_rule
+from .driver import preflight
 from .driver.api import start
 from .driver.checkpoint import Settings
 from .problem import Objective, Problem
@@ -341,7 +342,8 @@ def minimize(objective, method: Method, init, num_steps: int, num_replications: 
         init: one point for every replica and replication; or, for two-replica methods, the
             replicas' points stacked on a leading axis (X0, Y0); or one per replication, or
             (replication, replica) stacked — see ``init_axes``.
-        num_steps: iterations N ≥ 1.
+        num_steps: iterations N, in [1, 2³¹ − 1 − 256] (steps are counted in int32:
+            :data:`sgmc.driver.preflight.MAX_STEPS`).
         num_replications: independent replications R ≥ 1 (independent noise and batches).
         seed: integer in [0, 2³² − 1]; the same seed gives the same run.
         bounds: optional box (lo, hi): coordinates are kept in [lo, hi] (see ``boundary``).
@@ -359,13 +361,14 @@ def minimize(objective, method: Method, init, num_steps: int, num_replications: 
         a :class:`RuntimeWarning` names it and the step; what it found before is kept.
 
     Raises:
-        ValueError, TypeError: for bad arguments (``seed`` must be in [0, 2³² − 1]).
+        ValueError, TypeError: for bad arguments (``seed`` must be in [0, 2³² − 1],
+            ``num_steps`` at most :data:`sgmc.driver.preflight.MAX_STEPS`).
     """
     if not isinstance(method, Method):
         raise TypeError("method must be an sgmc optimiser such as sgmc.gd_x_ld(...), got "
                         f"{type(method).__name__}")
     problem = _as_problem(objective)
-    steps = check.integer("num_steps", num_steps, lo=1)
+    steps = preflight.num_steps(num_steps)
     reps = check.integer("num_replications", num_replications, lo=1)
     seed = check.integer("seed", seed, lo=0, hi=2**32 - 1)
     every = check.integer("record_every", record_every, lo=1, hi=steps)

@@ -39,23 +39,18 @@ __all__ = ["Objective", "Posterior", "Problem"]
 
 
 def _as_data(data: PyTree, name: str = "data") -> tuple[PyTree, int]:
-    """Validate a data pytree (shared leading axis, finite values) and move it to the device."""
+    """Validate a data pytree (shared leading axis; numeric, finite values that the cast to
+    the device's dtype keeps: :func:`sgmc._validate.data_array`) and move it to the device."""
     leaves, treedef = jax.tree_util.tree_flatten(data)
     if not leaves:
         raise ValueError(f"{name} must contain at least one array")
     arrays = []
     sizes = {}
     for path, leaf in jax.tree_util.tree_flatten_with_path(data)[0]:
-        arr = np.asarray(leaf)
         where = f"{name}{jax.tree_util.keystr(path)}"
-        if arr.ndim == 0:
+        if np.ndim(leaf) == 0:
             raise ValueError(f"{where} must have a leading data axis, got a scalar")
-        if arr.dtype == object:
-            raise TypeError(f"{where} must be a numeric array, got dtype object")
-        if np.issubdtype(arr.dtype, np.inexact) and not np.all(np.isfinite(arr)):
-            bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
-            raise ValueError(f"{where} contains {bad} non-finite values (NaN or inf); "
-                             "data must be finite")
+        arr = check.data_array(where, leaf)
         sizes[where] = arr.shape[0]
         arrays.append(jnp.asarray(arr))
     if len(set(sizes.values())) != 1:

@@ -23,7 +23,7 @@ from .estimators import Batcher, Estimator, Uniform, uniform
 from .rng import Rng, as_rng
 from .schedules import Schedule, as_schedule
 
-__all__ = ["Sampler", "SamplerState", "psgld", "sghmc", "sgld"]
+__all__ = ["Sampler", "SamplerState", "check_stability", "psgld", "sghmc", "sgld"]
 
 PyTree = Any
 
@@ -178,15 +178,25 @@ def sghmc(step_size: float | Schedule, friction: float = 10.0, batch_size: int |
     fr = check.positive("friction", friction)
     check.choice("integrator", integrator, INTEGRATORS)
     check.choice("init_momentum", init_momentum, INIT_MOMENTA)
-    if integrator in ("euler", "explicit") and fr * schedule.max_value() >= 1.0:
-        form = "Euler" if integrator == "euler" else "explicit Euler"
-        raise ValueError(f"friction * step_size must be < 1 for the {form} integrator (the "
-                         f"momentum would not contract); got {fr} * {schedule.max_value()} = "
-                         f"{fr * schedule.max_value():g}. Lower one, or use "
-                         "integrator='splitting'")
+    dynamics = Underdamped(fr, integrator, init_momentum)
+    check_stability(dynamics, schedule)
     name = "sghmc" if integrator == "euler" else f"sghmc-{integrator}"
-    return Sampler(Underdamped(fr, integrator, init_momentum), estimator, schedule, tau,
-                   batch_size, name)
+    return Sampler(dynamics, estimator, schedule, tau, batch_size, name)
+
+
+def check_stability(dynamics: Any, step_size: Schedule, name: str = "step_size") -> None:
+    """Raise ValueError if ``step_size`` (its largest value) is too large for ``dynamics``:
+    SGHMC's Euler and explicit Euler integrators need friction · h < 1 (else the momentum
+    does not contract). Other dynamics have no such bound. ``name`` is the argument's."""
+    if not isinstance(dynamics, Underdamped) or dynamics.integrator not in ("euler",
+                                                                            "explicit"):
+        return
+    fr, h = float(dynamics.friction), step_size.max_value()
+    if fr * h >= 1.0:
+        form = "Euler" if dynamics.integrator == "euler" else "explicit Euler"
+        raise ValueError(f"friction * {name} must be < 1 for the {form} integrator (the "
+                         f"momentum would not contract); got {fr} * {h} = {fr * h:g}. Lower "
+                         "one, or use integrator='splitting'")
 
 
 def psgld(step_size: float | Schedule, batch_size: int | None = None, temperature: float = 1.0,

@@ -5,6 +5,13 @@ Samplers accept a float (a constant schedule) or any schedule here. The injected
 always computed from the *current* h_t, so a decaying step size keeps the chain at the
 right temperature (the public reference code of the VR-reSGLD paper, Deng et al. 2021, does not
 rescale the noise when the learning rate decays).
+
+Before a run is compiled, ``sgmc.sample`` evaluates every schedule the sampler holds on the
+run's steps (:func:`sgmc.driver.preflight.check_schedules`) and refuses a NaN, inf or
+negative value (or 0 for a swap correction), naming the schedule and the first bad step.
+The built-in schedules compute in float32 from the step index, which float32 holds exactly
+up to 2²⁴ steps; past that a cycle's phase or a period's boundary may be off by a few steps
+(by at most t·2⁻²⁴ at step t).
 """
 
 from __future__ import annotations

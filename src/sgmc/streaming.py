@@ -46,6 +46,13 @@ table is indexed by buffer rows, which change every block).
 
 The buffers depend only on the stream's seed and the block's index, so runs are reproducible
 and checkpoints resume bitwise.
+
+Every piece is checked as it is read (a buffer on the driver's reading thread, a full pass's
+piece inside the compiled program): NaN or inf values, integers that the device's dtype
+(int32 without JAX's 64-bit mode) would wrap and floats beyond float32's range raise a
+ValueError naming the rows by their index in the source, which ``sgmc.sample`` raises
+as such (not as a divergence) — :func:`sgmc._validate.data_array`, the check of in-memory
+data too.
 """
 
 from __future__ import annotations
@@ -122,6 +129,7 @@ class Stream:
         self._ahead: tuple[int, int, Future] | None = None
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
+        self._failure: Exception | None = None
 
     @property
     def weight(self) -> float:
@@ -134,9 +142,10 @@ class Stream:
         return np.sort(rng.choice(self.num_data, self.buffer_rows, replace=False))
 
     def fetch(self, block: int) -> PyTree:
-        """Block ``block``'s buffer on the host (floating data as float32)."""
+        """Block ``block``'s buffer on the host (floating data as float32; every piece
+        checked as it is read, see :meth:`_checked`)."""
         idx = self.rows(block)
-        return self._checked(self._fetch(idx), len(idx))
+        return self._checked(self._fetch(idx), idx, f"block {block}'s buffer")
 
     def read(self, start: int, stop: int) -> PyTree:
         """Rows ``start:stop`` in file order, on the host (floating data as float32). A full
@@ -154,22 +163,41 @@ class Stream:
             lo = stop if stop < self.num_data else 0  # after the last rows comes row 0
             nxt = (lo, min(lo + self.pass_rows, self.num_data))
             self._ahead = (*nxt, self._pool.submit(self._rows, *nxt))
-        return now.result()
+        try:
+            return now.result()
+        except Exception as err:  # inside a compiled program JAX reports it as its own
+            self._failure = err
+            raise
+
+    def take_failure(self) -> Exception | None:
+        """The error of the last failed :meth:`read` (a full pass's piece with NaN rows,
+        say), once; None if none failed since the last call. A read fails inside a compiled
+        program, whose caller sees only JAX's runtime error: the driver raises this one."""
+        failure, self._failure = self._failure, None
+        return failure
 
     def _rows(self, start: int, stop: int) -> PyTree:
-        return self._checked(self._slice(start, stop), stop - start)
+        return self._checked(self._slice(start, stop), np.arange(start, stop),
+                             f"rows {start}:{stop}, read for a full pass")
 
-    def _checked(self, out: PyTree, rows: int) -> PyTree:
-        for x in jax.tree.leaves(out):
-            if np.shape(x)[:1] != (rows,):
+    def _checked(self, out: PyTree, idx: np.ndarray, what: str) -> PyTree:
+        """The rows ``idx`` read from the source (``what`` they are, for messages), as the
+        device will hold them (floating data as float32), checked as they are read:
+        ValueError for non-finite values (the message names the rows by their index in the
+        source), integers that the device's dtype would wrap and floats beyond float32's
+        range; TypeError for non-numeric data (:func:`sgmc._validate.data_array`)."""
+        checked = []
+        for path, x in jax.tree_util.tree_flatten_with_path(out)[0]:
+            if np.shape(x)[:1] != (idx.size,):
                 raise ValueError(f"the stream's source returned {np.shape(x)[:1]} rows for "
-                                 f"{rows} indices")
-        return jax.tree.map(lambda a: np.asarray(a, np.float32)
-                            if np.issubdtype(np.asarray(a).dtype, np.floating) else a, out)
+                                 f"{idx.size} indices")
+            where = f"the stream's source{jax.tree_util.keystr(path)} ({what})"
+            checked.append(check.data_array(where, x, rows=idx, float_dtype=np.float32))
+        return jax.tree.unflatten(jax.tree.structure(out), checked)
 
     def __getstate__(self) -> dict:  # threads and locks stay with the process
         return {k: v for k, v in self.__dict__.items()
-                if k not in ("_ahead", "_lock", "_pool")}
+                if k not in ("_ahead", "_lock", "_pool", "_failure")}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)

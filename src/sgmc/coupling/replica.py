@@ -105,6 +105,7 @@ from .. import _validate as check
 from .._pytree import pytree_dataclass, replace, static
 from ..dynamics import StepParams
 from ..rng import Rng, as_rng
+from ..sampler import check_stability
 from ..schedules import Schedule, as_schedule
 from .energy import CVEnergy, MinibatchEnergy, minibatch_energy
 from .rules import (
@@ -551,6 +552,8 @@ def replica_exchange(sampler: ReplicaBase, temperatures, step_sizes=None,
         if isinstance(step_sizes, (int, float, Schedule)) or len(step_sizes) != k:
             raise ValueError(f"step_sizes must list one step size per replica ({k})")
         steps = tuple(as_schedule(v, "step_sizes") for v in step_sizes)
+        for i, h in enumerate(steps):  # the base sampler's own bound (SGHMC's friction · h)
+            check_stability(sampler.dynamics, h, f"step_sizes[{i}] (replica {i})")
     if energy is None:
         energy = minibatch_energy()
     if not isinstance(energy, (MinibatchEnergy, CVEnergy)):

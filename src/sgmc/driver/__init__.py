@@ -2,6 +2,8 @@
 vectorised chains.
 
 * :mod:`~sgmc.driver.api` — :func:`sample` and :func:`resume` (validation, start, restore);
+* :mod:`~sgmc.driver.preflight` — before compiling: the step counter's range, the model at
+  the initial points, the schedules on the run's steps;
 * :mod:`~sgmc.driver.loop` — the compiled loop (one program of static length for full
   blocks, one of traced length for leftovers), randomness drawn ahead (:mod:`sgmc.rng`);
 * :mod:`~sgmc.driver.plan` — how a run is cut into blocks;

@@ -23,6 +23,7 @@ from .._tree import all_finite, as_float_tree
 from ..kernel import KERNEL_MEMBERS, Kernel
 from ..problem import Problem
 from ..result import Result
+from . import preflight
 from .checkpoint import Settings, fill, position_spec, position_template
 from .loop import Counters, init_chains
 from .plan import BLOCK_BYTES, BLOCK_SECONDS, default_draws_per_block
@@ -33,38 +34,98 @@ __all__ = ["resume", "sample", "start"]
 PyTree = Any
 
 
-def _chain_positions(problem: Problem, init: PyTree, num_chains: int) -> PyTree:
-    """One position per chain: ``init`` broadcast, or ``init`` already stacked per chain."""
+#: Floating dtypes accepted for ``init`` (the samplers' arithmetic is float32, or float64
+#: in JAX's 64-bit mode; half precision would lose the small steps).
+INIT_DTYPES = ("float32", "float64")
+
+
+def _as_init(init: PyTree) -> PyTree:
+    """``init`` as a pytree of floating JAX arrays, checked leaf by leaf (named by path):
+    numbers and integers become float32; complex, non-numeric and half-precision leaves are
+    refused, and so are values that are non-finite before or after the cast."""
     if isinstance(init, (list, tuple)) and init and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in init):
         init = np.asarray(init, dtype=np.float32)  # a plain list of numbers is one vector
     if init is None or not jax.tree.leaves(init):
         raise ValueError("init must be an array or a pytree of arrays, got an empty value")
-    try:
-        init = as_float_tree(init)
-    except TypeError as err:
-        raise TypeError(f"init must contain numeric arrays: {err}") from err
-    if not bool(all_finite(init)):
-        raise ValueError("init contains non-finite values (NaN or inf)")
+
+    def leaf(path, x):
+        where = f"init{jax.tree_util.keystr(path)}"
+        dtype = np.asarray(x).dtype if not hasattr(x, "dtype") else np.dtype(x.dtype)
+        if jnp.issubdtype(dtype, jnp.floating) and dtype.name not in INIT_DTYPES:
+            raise TypeError(f"{where} has dtype {dtype}; init must be one of "
+                            f"{', '.join(INIT_DTYPES)} (convert it with .astype(np.float32))")
+        if dtype.kind not in "biuf" and not jnp.issubdtype(dtype, jnp.floating):
+            raise TypeError(f"{where} must be a real numeric array, got dtype {dtype}")
+        finite = bool(np.all(np.isfinite(np.asarray(x, np.float64))))
+        out = as_float_tree(x)
+        if not finite:
+            raise ValueError(f"{where} contains non-finite values (NaN or inf)")
+        if not bool(all_finite(out)):
+            raise ValueError(f"{where} has values beyond {out.dtype}'s range (largest finite "
+                             f"{jnp.finfo(out.dtype).max!s}), which are inf once cast")
+        return out
+
+    return jax.tree_util.tree_map_with_path(leaf, init)
+
+
+def _chain_positions(problem: Problem, init: PyTree, num_chains: int,
+                     per_chain: bool | None = None) -> PyTree:
+    """One position per chain: ``init`` broadcast (one point, ``per_chain=False``), or
+    ``init`` already stacked per chain on a leading axis (``per_chain=True``). None infers
+    it from which reading the model accepts, and refuses ``init`` that both readings fit."""
+    init = _as_init(init)
+    if per_chain is not None and not isinstance(per_chain, (bool, np.bool_)):
+        raise TypeError(f"init_per_chain must be True, False or None, got {per_chain!r}")
+    leaves = jax.tree.leaves(init)
+    stacked = all(x.ndim >= 1 and x.shape[0] == num_chains for x in leaves)
+
+    def broadcast():
+        return jax.tree.map(lambda x: jnp.broadcast_to(x, (num_chains, *x.shape)), init)
+
+    if per_chain is False:
+        problem.check_params(init)
+        return broadcast()
+    if per_chain:
+        if not stacked:
+            shapes = ", ".join(str(tuple(x.shape)) for x in leaves)
+            raise ValueError(f"init_per_chain=True needs every leaf of init to have a leading "
+                             f"axis of num_chains = {num_chains}; got shapes {shapes}")
+        problem.check_params(jax.tree.map(lambda x: x[0], init), "init[c] (one chain's point)")
+        return init
     try:
         problem.check_params(init)
-        return jax.tree.map(lambda x: jnp.broadcast_to(x, (num_chains, *x.shape)), init)
     except ValueError as single_err:
-        leaves = jax.tree.leaves(init)
-        if all(x.ndim >= 1 and x.shape[0] == num_chains for x in leaves):
-            try:
-                problem.check_params(jax.tree.map(lambda x: x[0], init))
-            except ValueError:
-                raise single_err from None
-            return init
-        raise
+        if not stacked:
+            raise
+        try:
+            problem.check_params(jax.tree.map(lambda x: x[0], init))
+        except ValueError:
+            raise single_err from None
+        return init
+    if stacked:
+        try:
+            problem.check_params(jax.tree.map(lambda x: x[0], init))
+        except (ValueError, TypeError):
+            return broadcast()
+        shapes = [tuple(x.shape) for x in leaves]
+        what = (f"of shape {shapes[0]}" if len(shapes) == 1 else
+                f"with leaves shaped {', '.join(map(str, shapes))}")
+        raise ValueError(
+            f"init {what} is ambiguous with num_chains={num_chains}: the model accepts it as "
+            "one point (every chain starts there, each draw shaped like init) and as one "
+            f"point per chain stacked on its leading axis of {num_chains} (each draw shaped "
+            "like init[0]); pass init_per_chain=False for the first reading or "
+            "init_per_chain=True for the second")
+    return broadcast()
 
 
 def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_chains: int = 1,
            burn_in: int = 0, thin: int = 1, seed: int = 0, progress: bool | None = None,
            draws_per_block: int | None = None, prng: str = "threefry",
            checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
-           stream_to: str | os.PathLike | None = None, mesh: Mesh | None = None) -> Result:
+           stream_to: str | os.PathLike | None = None, mesh: Mesh | None = None,
+           init_per_chain: bool | None = None) -> Result:
     """Run ``num_chains`` chains of ``sampler`` on ``problem`` for ``num_steps`` steps each.
 
     The first ``burn_in`` steps are discarded; after them a draw is kept every ``thin``
@@ -76,8 +137,11 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
         sampler: any :class:`sgmc.kernel.Kernel`: ``sgmc.sgld(...)``, ``sgmc.sghmc(...)``,
             ``sgmc.replica_exchange(...)``, or your own.
         init: the starting point — one position (used by every chain), or one per chain
-            stacked on a leading axis of size ``num_chains``.
-        num_steps: total steps per chain, ≥ 1.
+            stacked on a leading axis of size ``num_chains`` (see ``init_per_chain``).
+            Floating leaves must be float32 or float64 (integers become float32).
+        num_steps: total steps per chain, in [1, 2³¹ − 1 − 256] (steps are counted in int32
+            inside the compiled loop, which draws the randomness of up to 256 steps ahead:
+            :data:`sgmc.driver.preflight.MAX_STEPS`).
         num_chains: independent chains, run as one vectorised computation.
         burn_in: steps discarded first, in [0, num_steps − 1].
         thin: keep every ``thin``-th draw, in [1, num_steps − burn_in].
@@ -123,6 +187,17 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             the same run on one device (bitwise whenever every device holds at least two
             chains; with one chain per device XLA may reassociate a few float32 sums).
             See :mod:`sgmc._mesh` for several hosts.
+        init_per_chain: True: ``init``'s leading axis is the chains' (its size must be
+            ``num_chains``); False: ``init`` is one point for every chain; None (default):
+            whichever of the two the model accepts (its energy at the point must be a
+            scalar), and a ValueError when it accepts both (e.g. ``init`` of shape (4, 2),
+            ``num_chains=4`` and a model that broadcasts) — pass True or False then.
+
+    Before anything is compiled (:mod:`sgmc.driver.preflight`), the energy and its gradient
+    are evaluated at every chain's initial point on the first 256 rows of data, the prior
+    (exact) and the likelihood (data) terms apart, and the sampler's schedules (step sizes,
+    temperatures, a swap correction) on the run's steps (on 2²⁰ evenly spaced steps of a
+    longer run): NaN or inf there, or a negative schedule value, is a ValueError naming it.
 
     Returns:
         :class:`sgmc.Result` with ``samples`` (leaves shaped (num_chains, num_draws, ...)),
@@ -130,7 +205,10 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
         and run metadata.
 
     Raises:
-        ValueError, TypeError: for bad arguments, before anything is compiled.
+        ValueError, TypeError: for bad arguments, before anything is compiled; also
+            during the run for rows of streamed data (:class:`sgmc.Stream`) that are
+            non-finite or do not fit the device's dtypes (the message names the rows; every
+            piece is checked as it is read).
         sgmc.DivergenceError: if a chain's state becomes non-finite; it carries the draws
             kept before that step.
         sgmc.Interrupted: on Ctrl-C (a KeyboardInterrupt), once the block under way is
@@ -150,7 +228,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
         raise TypeError("sampler must be an sgmc sampler such as sgmc.sgld(...) or a kernel "
                         f"(sgmc.kernel.Kernel), got {type(sampler).__name__}"
                         + (f", which lacks {', '.join(missing)}" if missing else ""))
-    num_steps = check.integer("num_steps", num_steps, lo=1)
+    num_steps = preflight.num_steps(num_steps)
     num_chains = check.integer("num_chains", num_chains, lo=1)
     burn_in = check.integer("burn_in", burn_in, lo=0, hi=num_steps - 1)
     thin = check.integer("thin", thin, lo=1, hi=num_steps - burn_in)
@@ -160,10 +238,11 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
         draws_per_block = check.integer("draws_per_block", draws_per_block, lo=1)
     checkpoint, checkpoint_every, stream_to = _check_storage(checkpoint, checkpoint_every,
                                                              stream_to)
-    positions = _chain_positions(problem, init, num_chains)
+    positions = _chain_positions(problem, init, num_chains, init_per_chain)
     sampler.check(problem, jax.tree.map(lambda x: x[0], positions), num_chains)
     if mesh is not None:
         check_mesh(mesh, num_chains, sampler, problem)
+    preflight.preflight(problem, sampler, positions, num_steps)
     spec = position_spec(positions) if checkpoint else None
 
     num_draws = (num_steps - burn_in) // thin
@@ -187,7 +266,15 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
     settings = Settings(num_steps, burn_in, thin, seed, num_chains, prng,
                         min(draws_per_block, total_draws), checkpoint, checkpoint_every,
                         stream_to, block_seconds)
-    return start(problem, sampler, positions, settings, progress, mesh, spec)
+    try:
+        return start(problem, sampler, positions, settings, progress, mesh, spec)
+    except jax.errors.JaxRuntimeError as err:
+        # A piece of streamed data that failed its checks inside a full pass (read by a
+        # host callback of the compiled program): raise the stream's own error.
+        failure = problem.stream.take_failure() if problem.stream is not None else None
+        if failure is None:
+            raise
+        raise failure from err
 
 
 def start(problem: Problem, kernel: Kernel, positions: PyTree, settings: Settings,

@@ -45,6 +45,18 @@ class SVRG(Estimator):
     period: int | None = static(None)
     sampling: str = static("replacement")
 
+    def check(self, problem, position, num_chains: int) -> None:
+        """A fixed centre must be shaped like the position (before compiling)."""
+        if self.centre is None:
+            return
+        want, got = jax.tree.structure(position), jax.tree.structure(self.centre)
+        shapes = [jnp.shape(x) for x in jax.tree.leaves(position)]
+        found = [jnp.shape(x) for x in jax.tree.leaves(self.centre)]
+        if want != got or shapes != found:
+            raise ValueError("control_variate(centre=...) must be shaped like one position: "
+                             f"expected {jax.tree.unflatten(want, shapes)}, found "
+                             f"{jax.tree.unflatten(got, found)}")
+
     def init(self, problem, position, key):
         return SVRGState(position, zeros_like(position))  # filled by the snapshot at t = 0
 

@@ -67,7 +67,8 @@ def _run(post, method: str, tau, eta, n, m, steps, chains, seed, correction=1.0)
     # steps and chains shares one compiled program.
     thin = max(1, steps // 500)
     res = sample(post, smp, jnp.array([30.0]), num_steps=500 * thin, num_chains=chains,
-                 burn_in=50 * thin, thin=thin, seed=seed, progress=False, draws_per_block=45)
+                 burn_in=50 * thin, thin=thin, seed=seed, progress=False, draws_per_block=45,
+                 init_per_chain=False)
     draws = np.asarray(res.samples[..., 0], np.float64)
     swaps = (res.info["swaps"].sum(axis=(1, 2)) if "swaps" in res.info
              else np.zeros(chains))
