@@ -150,15 +150,20 @@ def _stream_with_nan_row(buffer_rows):
 def test_nan_rows_of_a_streamed_buffer_raise_naming_the_row():
     post, bad = _stream_with_nan_row(100)
     smp = sgmc.sgld(1e-4, batch_size=10, estimator=sgmc.uniform("permutation"))
-    with pytest.raises(ValueError, match=rf"stream's source \(block 2's buffer\).*row {bad};"):
-        sgmc.sample(post, smp, jnp.zeros(2), num_steps=300)
+    with pytest.raises(sgmc.DataError,
+                       match=rf"stream's source \(block 2's buffer\).*row {bad};") as err:
+        sgmc.sample(post, smp, jnp.zeros(2), num_steps=300, draws_per_block=10)
+    # The draws of blocks 0 and 1 (10 steps each) are kept; the error is a ValueError too.
+    assert isinstance(err.value, ValueError) and err.value.step == 20
+    assert err.value.result.num_draws == 20
 
 
 def test_nan_rows_read_by_a_full_pass_raise_the_streams_error():
     post, bad = _stream_with_nan_row(100)
     smp = sgmc.sgld(1e-4, batch_size=10, estimator=sgmc.svrg(50, "permutation"))
-    with pytest.raises(ValueError, match=rf"read for a full pass\).*row {bad};"):
+    with pytest.raises(sgmc.DataError, match=rf"read for a full pass\).*row {bad};") as err:
         sgmc.sample(post, smp, jnp.zeros(2), num_steps=100)
+    assert err.value.result is not None
 
 
 @pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16])
@@ -200,6 +205,13 @@ def test_init_that_fits_both_readings_is_ambiguous():
     post = sgmc.models.linear_regression(X, y)
     res = sgmc.sample(post, tiny, jnp.zeros(2), num_steps=10, num_chains=2)
     assert res.samples.shape == (2, 10, 2)
+
+
+def test_with_one_chain_an_init_that_fits_as_one_point_is_one_point():
+    """zeros(1) for a model that broadcasts is a stack of one scalar point too: one chain
+    reads it as the point (as every 1-d model started at zeros(1) expects)."""
+    res = sgmc.sample(_posterior(), _sgld(), jnp.zeros(1), num_steps=10)
+    assert res.samples.shape == (1, 10, 1)
 
 
 def test_init_per_chain_needs_the_chains_on_the_leading_axis():

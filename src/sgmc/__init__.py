@@ -11,7 +11,7 @@ A sampler is a composition problem × estimator × dynamics × coupling (docs/ar
 from . import coupling, datasets, diagnostics, metrics, models, objectives, plots, schedules
 from .coupling import cv_energy, exact_energy, geometric_ladder, minibatch_energy, replica_exchange
 from .driver import resume, sample
-from .errors import CheckpointError, DivergenceError, Interrupted, StorageError
+from .errors import CheckpointError, DataError, DivergenceError, Interrupted, StorageError
 from .estimators import control_variate, ewsg, saga, svrg, uniform
 from .optimize import OptimizeResult, gd, gd_x_ld, ld, minimize, sgd, sgd_x_sgld, sgld_opt
 from .problem import Objective, Posterior
@@ -21,10 +21,10 @@ from .streaming import Stream
 
 __version__ = "0.1.0"
 
-__all__ = ["CheckpointError", "DivergenceError", "Interrupted", "Objective", "OptimizeResult",
-           "Posterior", "Result", "StorageError", "Stream", "control_variate", "coupling",
-           "cv_energy", "datasets",
-           "diagnostics", "ewsg", "exact_energy", "gd", "gd_x_ld", "geometric_ladder", "ld",
+__all__ = ["CheckpointError", "DataError", "DivergenceError", "Interrupted", "Objective",
+           "OptimizeResult", "Posterior", "Result", "StorageError", "Stream", "control_variate",
+           "coupling", "cv_energy", "datasets", "diagnostics", "ewsg", "exact_energy", "gd",
+           "gd_x_ld", "geometric_ladder", "ld",
            "metrics", "minibatch_energy", "minimize", "models", "objectives", "plots", "psgld",
            "replica_exchange", "resume", "saga", "sample", "schedules", "sgd", "sgd_x_sgld",
            "sghmc", "sgld", "sgld_opt", "svrg", "uniform"]

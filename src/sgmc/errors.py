@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CheckpointError", "DivergenceError", "Interrupted", "StorageError"]
+__all__ = ["CheckpointError", "DataError", "DivergenceError", "Interrupted", "StorageError"]
 
 
 class DivergenceError(FloatingPointError):
@@ -64,6 +64,28 @@ class Interrupted(KeyboardInterrupt):
 class CheckpointError(ValueError):
     """A checkpoint file cannot be used: not a checkpoint, truncated or corrupted, or
     written by a run of a different problem or sampler."""
+
+
+class DataError(ValueError):
+    """A piece of streamed data failed its checks as it was read, part-way through a run
+    (non-finite values, integers beyond int32, a source returning the wrong rows): the run
+    stops, and nothing it kept before is lost. The stream's own error, which names the rows
+    by their index in the source, is the ``__cause__`` and gives the message.
+
+    Attributes:
+        step: the number of steps every chain had completed.
+        result: an :class:`sgmc.Result` with every draw kept up to ``step`` (all chains).
+        checkpoint: the path of the last complete checkpoint, or None.
+    """
+
+    def __init__(self, step: int, result: Any, checkpoint: str | None,
+                 cause: Exception) -> None:
+        self.step = int(step)
+        self.result = result
+        self.checkpoint = checkpoint
+        n = result.num_draws if result is not None else 0
+        super().__init__(f"{cause}; the run stopped after step {self.step} and the {n} draws "
+                         "per chain kept so far are in .result")
 
 
 class StorageError(OSError):

@@ -51,8 +51,8 @@ Every piece is checked as it is read (a buffer on the driver's reading thread, a
 piece inside the compiled program): NaN or inf values, integers that the device's dtype
 (int32 without JAX's 64-bit mode) would wrap and floats beyond float32's range raise a
 ValueError naming the rows by their index in the source, which ``sgmc.sample`` raises
-as such (not as a divergence) — :func:`sgmc._validate.data_array`, the check of in-memory
-data too.
+as an :class:`sgmc.DataError` (a ValueError carrying the draws kept before; not as a
+divergence) — :func:`sgmc._validate.data_array`, the check of in-memory data too.
 """
 
 from __future__ import annotations

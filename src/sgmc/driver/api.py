@@ -73,7 +73,8 @@ def _chain_positions(problem: Problem, init: PyTree, num_chains: int,
                      per_chain: bool | None = None) -> PyTree:
     """One position per chain: ``init`` broadcast (one point, ``per_chain=False``), or
     ``init`` already stacked per chain on a leading axis (``per_chain=True``). None infers
-    it from which reading the model accepts, and refuses ``init`` that both readings fit."""
+    it from which reading the model accepts, and refuses ``init`` that both readings fit
+    (with one chain, ``init`` that fits as one point is one point)."""
     init = _as_init(init)
     if per_chain is not None and not isinstance(per_chain, (bool, np.bool_)):
         raise TypeError(f"init_per_chain must be True, False or None, got {per_chain!r}")
@@ -103,7 +104,9 @@ def _chain_positions(problem: Problem, init: PyTree, num_chains: int,
         except ValueError:
             raise single_err from None
         return init
-    if stacked:
+    # One chain: an init that is also a stack of one point is read as the point (stacking
+    # a single chain is rare; refusing would stop every 1-d model started at zeros(1)).
+    if stacked and num_chains > 1:
         try:
             problem.check_params(jax.tree.map(lambda x: x[0], init))
         except (ValueError, TypeError):
@@ -191,7 +194,8 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             ``num_chains``); False: ``init`` is one point for every chain; None (default):
             whichever of the two the model accepts (its energy at the point must be a
             scalar), and a ValueError when it accepts both (e.g. ``init`` of shape (4, 2),
-            ``num_chains=4`` and a model that broadcasts) — pass True or False then.
+            ``num_chains=4`` and a model that broadcasts) — pass True or False then; with
+            one chain such an ``init`` is one point.
 
     Before anything is compiled (:mod:`sgmc.driver.preflight`), the energy and its gradient
     are evaluated at every chain's initial point on the first 256 rows of data, the prior
@@ -205,10 +209,11 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
         and run metadata.
 
     Raises:
-        ValueError, TypeError: for bad arguments, before anything is compiled; also
-            during the run for rows of streamed data (:class:`sgmc.Stream`) that are
-            non-finite or do not fit the device's dtypes (the message names the rows; every
-            piece is checked as it is read).
+        ValueError, TypeError: for bad arguments, before anything is compiled.
+        sgmc.DataError: (a ValueError) during the run, for rows of streamed data
+            (:class:`sgmc.Stream`) that are non-finite or do not fit the device's dtypes
+            (the message names the rows; every piece is checked as it is read); it carries
+            the draws kept before.
         sgmc.DivergenceError: if a chain's state becomes non-finite; it carries the draws
             kept before that step.
         sgmc.Interrupted: on Ctrl-C (a KeyboardInterrupt), once the block under way is
@@ -266,15 +271,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
     settings = Settings(num_steps, burn_in, thin, seed, num_chains, prng,
                         min(draws_per_block, total_draws), checkpoint, checkpoint_every,
                         stream_to, block_seconds)
-    try:
-        return start(problem, sampler, positions, settings, progress, mesh, spec)
-    except jax.errors.JaxRuntimeError as err:
-        # A piece of streamed data that failed its checks inside a full pass (read by a
-        # host callback of the compiled program): raise the stream's own error.
-        failure = problem.stream.take_failure() if problem.stream is not None else None
-        if failure is None:
-            raise
-        raise failure from err
+    return start(problem, sampler, positions, settings, progress, mesh, spec)
 
 
 def start(problem: Problem, kernel: Kernel, positions: PyTree, settings: Settings,
@@ -323,7 +320,8 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
             draws' folder, or a file in it, is missing, misshapen or altered (named).
         ValueError: the run is unfinished and no file can be created next to ``path`` or in
             its draws' folder (before anything is compiled).
-        sgmc.DivergenceError, sgmc.Interrupted, sgmc.StorageError: as in :func:`sample`.
+        sgmc.DivergenceError, sgmc.Interrupted, sgmc.StorageError, sgmc.DataError: as in
+            :func:`sample`.
     """
     if not isinstance(problem, Problem):
         raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "

@@ -27,7 +27,7 @@ import numpy as np
 from .. import checkpoint as ckpt
 from .._mesh import put, shardings, split_data, to_host
 from .._store import DiskSink
-from ..errors import DivergenceError, Interrupted, StorageError
+from ..errors import DataError, DivergenceError, Interrupted, StorageError
 from ..result import Result
 from .checkpoint import Settings
 from .loop import run_block, run_steps
@@ -200,6 +200,11 @@ class Run:
         except OSError as err:
             raise self.storage_error(err) from err
 
+    def data_error(self, err: Exception) -> DataError:
+        """The error for streamed data that failed their checks: the draws kept so far."""
+        self.sink.truncate(self.kept())
+        return DataError(self.cursor[2], self.result(), self.last_checkpoint, err)
+
     def storage_error(self, err: OSError) -> StorageError:
         """The error for a failed write: the draws kept so far (as the sink counts them, up
         to the cursor), the last complete checkpoint, the file and the cause."""
@@ -262,20 +267,33 @@ def execute(run: Run, progress: bool | None) -> Result:
             n_draws, steps, static, drop = run.plan[i]
             data = problem
             if pool:
-                data = upcoming.result()
+                try:
+                    data = upcoming.result()
+                except ValueError as err:  # a piece of the stream failed its checks
+                    raise run.data_error(err) from err
                 if i + 1 < len(run.plan):
                     upcoming = pool.submit(buffer, i + 1)
             t_block = time.perf_counter()
-            # NumPy scalars: creating device scalars costs ~0.1 ms each here.
-            if static:
-                states, counters, buf = programs["full"](
-                    data, sampler, states, counters, run.run_keys, np.int32(t0))
-            else:
-                states, counters, buf = programs["partial"](
-                    data, sampler, states, counters, run.run_keys, np.int32(t0),
-                    np.int32(n_draws), np.int32(steps))
-            if drop < n_draws:  # slice on the host: an eager device slice costs more
-                run.store(run.sink.append, *_host_block(buf, drop, n_draws),
+            try:
+                # NumPy scalars: creating device scalars costs ~0.1 ms each here.
+                if static:
+                    states, counters, buf = programs["full"](
+                        data, sampler, states, counters, run.run_keys, np.int32(t0))
+                else:
+                    states, counters, buf = programs["partial"](
+                        data, sampler, states, counters, run.run_keys, np.int32(t0),
+                        np.int32(n_draws), np.int32(steps))
+                host = _host_block(buf, drop, n_draws) if drop < n_draws else None
+                jax.block_until_ready(counters)  # (a burn-in block has no host transfer)
+            except jax.errors.JaxRuntimeError as err:
+                # Streamed rows read for a full pass by a host callback of the program
+                # failed their checks: the caller sees JAX's error; raise the stream's.
+                failure = stream.take_failure() if stream is not None else None
+                if failure is None:
+                    raise
+                raise run.data_error(failure) from err
+            if host is not None:  # sliced on the host: an eager device slice costs more
+                run.store(run.sink.append, *host,
                           t0 + steps * np.arange(drop + 1, n_draws + 1))
             run.cursor = (*run.place(states, counters), t0 + n_draws * steps, i + 1)
             bad = to_host(counters.bad_step)  # also waits for the block to finish
