@@ -67,6 +67,25 @@ def main():
                                energy=sgmc.cv_energy(period=5), output="all")
     out["replicas_2x4"] = compare(mix, rx, jnp.zeros(1), mesh((2, 4), ("chains", "replicas")),
                                   num_steps=600, num_chains=2, thin=2, seed=4)
+    # Meshes as JAX's documentation now builds them: jax.make_mesh, explicit axis types.
+    explicit = jax.make_mesh((8,), ("chains",))
+    out["make_mesh_axis_types"] = [t.name for t in explicit.axis_types]
+    out["sgld_make_mesh_8dev"] = compare(post, sgld, jnp.zeros(3), explicit, **run)
+    out["replicas_make_mesh_2x4"] = compare(mix, rx, jnp.zeros(1),
+                                            jax.make_mesh((2, 4), ("chains", "replicas")),
+                                            num_steps=600, num_chains=2, thin=2, seed=4)
+    out["svrg_data_make_mesh_2x4"] = compare(post, svrg, jnp.zeros(3),
+                                             jax.make_mesh((2, 4), ("chains", "data")), **run)
+    # resume onto a make_mesh mesh: a checkpoint from a 300-step-in run, continued sharded.
+    path = f"{folder}/run.ckpt"
+    whole = sgmc.sample(post, sgld, jnp.zeros(3), **run)
+    sgmc.sample(post, sgld, jnp.zeros(3), **run, checkpoint=path, checkpoint_every=300,
+                draws_per_block=30, mesh=explicit)  # checkpoints at steps 300 (.prev) and 600
+    resumed = sgmc.resume(f"{path}.prev", post, sgld, mesh=explicit)
+    out["resume_make_mesh_8dev"] = {
+        "bitwise": bool(np.array_equal(np.asarray(whole.samples),
+                                       np.asarray(resumed.samples))),
+        "sharded_over": len(resumed.final_state.dyn.position.sharding.device_set)}
     print(json.dumps(out))
 
 

@@ -5,10 +5,12 @@ JAX fixes its device count at start-up, so the sharded runs happen in a subproce
 case with and without ``mesh=`` and reports the differences.
 
 Tolerances (measured values in brackets): plain SGLD is bitwise equal — its per-chain
-arithmetic is the same program split by chains — and so is SVRG-HMC on streamed data, whose
-full passes read the file through a host callback that the partitioner leaves whole. The
-in-memory SVRG-HMC and the replica exchange with control-variate energies contain full-data
-reductions that XLA fuses differently in the partitioned program, so float32 sums are
+arithmetic is the same program split by chains. SVRG-HMC on streamed data, whose full passes
+read the file through a host callback, was bitwise too with earlier JAX; with JAX 0.10 the
+partitioned program rounds differently [1.4e-6 after 600 steps], so it joins the
+tolerance group below. The in-memory SVRG-HMC and the replica exchange with
+control-variate energies contain full-data reductions that XLA fuses differently in the
+partitioned program, so float32 sums are
 reassociated: after 600 steps positions (of order 1–10) agree within 1e-4 absolute
 [2e-6–7e-6], σ̂² within 1e-3 relative, and every discrete outcome — swap counts, attempts,
 replica labels, gradient evaluations — is identical. The same holds with the data split
@@ -42,14 +44,15 @@ def report():
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("case", ["sgld_8dev", "svrg_stream_8dev"])
+@pytest.mark.parametrize("case", ["sgld_8dev"])
 def test_bitwise_on_eight_devices(report, case):
     c = report[case]
     assert c["sharded_over"] == 8
     assert c["bitwise"] and all(s["equal"] for s in c["stats"].values())
 
 
-@pytest.mark.parametrize("case", ["svrg_4dev", "svrg_8dev", "svrg_data_2x4"])
+@pytest.mark.parametrize("case", ["svrg_4dev", "svrg_8dev", "svrg_data_2x4",
+                                  "svrg_stream_8dev"])
 def test_svrg_sampler_matches_to_float_tolerance(report, case):
     c = report[case]
     assert c["sharded_over"] == c["devices"]
@@ -65,6 +68,22 @@ def test_replica_exchange_over_chains_and_replicas(report):
     for k in ("swaps", "swap_attempts", "replica_labels", "grad_evals", "step"):
         assert stats[k]["equal"], k
     assert stats["energy_variance"]["max_rel_diff"] < 1e-3
+
+
+def test_meshes_made_by_jax_make_mesh(report):
+    """``jax.make_mesh`` gives explicit axis types (a ShardingTypeError before issue 19):
+    the draws are those of the same run on one device, as with ``Mesh(...)``, and a
+    checkpoint resumes onto such a mesh bitwise."""
+    assert report["make_mesh_axis_types"] == ["Explicit"]
+    c = report["sgld_make_mesh_8dev"]
+    assert c["sharded_over"] == 8 and c["bitwise"]
+    c = report["replicas_make_mesh_2x4"]
+    assert c["sharded_over"] == 8 and c["max_abs_diff"] < 1e-4
+    assert all(c["stats"][k]["equal"] for k in ("swaps", "replica_labels", "grad_evals"))
+    c = report["svrg_data_make_mesh_2x4"]
+    assert c["max_abs_diff"] < 1e-4 and c["stats"]["grad_evals"]["equal"]
+    c = report["resume_make_mesh_8dev"]
+    assert c["sharded_over"] == 8 and c["bitwise"]
 
 
 def test_mesh_arguments_are_checked():

@@ -1,10 +1,12 @@
 """Placing a run on a device mesh: chains (and replicas) on mesh axes, data replicated or split.
 
 ``sample(..., mesh=mesh)`` takes a :class:`jax.sharding.Mesh` with an axis named
-``"chains"`` and optionally ones named ``"replicas"`` and ``"data"``. Every chain's state (and
-the PRNG keys and counters) is sharded over ``"chains"`` on its leading axis; a
-replica-exchange sampler's replica-stacked state is additionally sharded over
-``"replicas"``. The problem's data are replicated, or, with a ``"data"`` axis, their rows are
+``"chains"`` and optionally ones named ``"replicas"`` and ``"data"`` — built by
+``Mesh(devices, names)`` or by ``jax.make_mesh(shape, names)``, whose axes are *explicit* by
+default: sgmc runs on the same devices with the axes as *auto* (:func:`auto_axes`).
+Every chain's state (and the PRNG keys and counters) is sharded over ``"chains"`` on its
+leading axis; a replica-exchange sampler's replica-stacked state is additionally sharded
+over ``"replicas"``. The problem's data are replicated, or, with a ``"data"`` axis, their rows are
 split over it: full passes (SVRG snapshots, control-variate anchors, full-batch gradients)
 then sum each device's rows locally and add the parts (an all-reduce), and minibatch
 gradients gather their rows from wherever they live. The block programs are the same
@@ -27,7 +29,7 @@ from typing import Any, NamedTuple
 
 import jax
 import numpy as np
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 CHAINS, REPLICAS, DATA = "chains", "replicas", "data"
@@ -60,6 +62,18 @@ def check_mesh(mesh: Any, num_chains: int, sampler: Any, problem: Any) -> None:
         if problem.data_rows % mesh.shape[DATA]:
             raise ValueError(f"the number of data ({problem.data_rows}) must be a multiple of "
                              f"the mesh's {DATA!r} axis size ({mesh.shape[DATA]})")
+
+
+def auto_axes(mesh: Mesh) -> Mesh:
+    """``mesh`` with every axis of type Auto (the same devices and names). sgmc places its
+    arrays with NamedShardings and lets XLA's partitioner split the block programs; over
+    Explicit axes (``jax.make_mesh``'s default) JAX's sharding-in-types would instead ask
+    every gather of minibatch rows from chain-sharded indices for an explicit output
+    sharding (a ShardingTypeError)."""
+    types = tuple(getattr(mesh, "axis_types", ()))
+    if all(t == AxisType.Auto for t in types):
+        return mesh
+    return Mesh(mesh.devices, mesh.axis_names, axis_types=(AxisType.Auto,) * len(types))
 
 
 def split_data(mesh: Mesh, problem: Any) -> tuple[Any, Any]:

@@ -182,7 +182,8 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             reported before sampling); the Result's draws are read-only memory maps of them,
             and ``sgmc.Result.load(folder)`` opens them later (also after a crash: it then
             holds the draws written so far).
-        mesh: a :class:`jax.sharding.Mesh` with an axis named ``"chains"`` (its size must
+        mesh: a :class:`jax.sharding.Mesh` (``Mesh(devices, names)`` or
+            ``jax.make_mesh(shape, names)``) with an axis named ``"chains"`` (its size must
             divide ``num_chains``) and optionally ones named ``"replicas"`` (for replica
             exchange; its size must divide the number of replicas) and ``"data"`` (its size
             must divide N). Chains, and replicas, are then split over the devices, the

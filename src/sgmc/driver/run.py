@@ -25,7 +25,7 @@ import jax
 import numpy as np
 
 from .. import checkpoint as ckpt
-from .._mesh import put, shardings, split_data, to_host
+from .._mesh import auto_axes, put, shardings, split_data, to_host
 from .._store import DiskSink
 from ..errors import DataError, DivergenceError, Interrupted, StorageError
 from ..result import Result
@@ -92,6 +92,7 @@ class Run:
         self.placement, self.put_data = None, jax.device_put
         self.given = (problem, sampler)  # as passed: what a checkpoint's fingerprint is of
         if mesh is not None:
+            mesh = auto_axes(mesh)
             on_states, on_chains = shardings(mesh, sampler, cursor[0])
             self.placement = (on_states, on_chains)
             problem, on_problem = split_data(mesh, problem)
