@@ -40,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import DivergenceError, cv_energy, minibatch_energy, models, replica_exchange, sample, sgld
+from ._optional import arviz
 from ._report import write_report
 from .experiments import verdict as V
 from .plots import pyplot, save
@@ -115,7 +116,7 @@ def _moment_errors(draws: np.ndarray, mu: np.ndarray, sd: np.ndarray) -> np.ndar
 
 def _exact_check(draws: np.ndarray, mu: np.ndarray, cov: np.ndarray) -> tuple[float, float, float]:
     """(worst |mean − μ|/sd, ‖Σ^{-½} Ĉ Σ^{-½} − I‖₂, worst-coordinate ArviZ bulk ESS)."""
-    import arviz as az
+    az = arviz()
 
     d = mu.shape[0]
     draws = np.asarray(draws, np.float64)

@@ -32,6 +32,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from . import _validate as check
+from ._optional import arviz
 from .metrics import classification_metrics, predictions, regression_metrics, running_average
 
 __all__ = ["classification_metrics", "empirical_w2_1d", "ess", "flatten_draws", "gaussian_kl",
@@ -95,7 +96,7 @@ def flatten_draws(samples: PyTree, name: str = "samples"
 
 # -- ESS and R-hat (ArviZ) -------------------------------------------------------------------
 def _idata(result):
-    import arviz as az
+    az = arviz()
 
     from .result import Result
 
@@ -115,7 +116,7 @@ def ess(result, method: str = "bulk") -> dict[str, np.ndarray]:
         result: an :class:`sgmc.Result` or ``arviz.InferenceData``.
         method: ``"bulk"``, ``"tail"``, ``"mean"``, ``"sd"``, … (see ``arviz.ess``).
     """
-    import arviz as az
+    az = arviz()
 
     out = az.ess(_idata(result), method=method)
     return {k: np.asarray(v.values) for k, v in out.data_vars.items()}
@@ -124,7 +125,7 @@ def ess(result, method: str = "bulk") -> dict[str, np.ndarray]:
 def rhat(result) -> dict[str, np.ndarray]:
     """Rank-normalised split R-hat of every variable (``arviz.rhat``; ≈ 1 when the chains
     agree, > 1.01 flags disagreement; needs ≥ 2 chains to mean much)."""
-    import arviz as az
+    az = arviz()
 
     out = az.rhat(_idata(result))
     return {k: np.asarray(v.values) for k, v in out.data_vars.items()}

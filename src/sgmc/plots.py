@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import _validate as check
+from ._optional import arviz
 
 __all__ = ["plot_error_vs_passes", "plot_optimization", "plot_swaps", "plot_trace", "pyplot",
            "save"]
@@ -128,7 +129,7 @@ def plot_trace(result, var_names=None, max_coords: int = 6, *, replica: int = 0,
         path: also save the figure there as a PNG.
         kwargs: passed to ``arviz.plot_trace``.
     """
-    import arviz as az
+    az = arviz()
 
     max_coords = check.integer("max_coords", max_coords, lo=1)
     replica = check.integer("replica", replica, lo=0)

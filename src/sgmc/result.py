@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ._optional import arviz
 from ._serial import decode_tree, encode_tree, json_default
 
 __all__ = ["Result"]
@@ -146,7 +147,7 @@ class Result:
         attributes (of the InferenceData and of its ``posterior`` group). Values are
         float64 (float32 sums over ~1e6 draws lose digits), counts stay integers.
         """
-        import arviz as az
+        az = arviz()
 
         c, n = self.num_chains, self.num_draws
         rep = self.has_replica_axis() if replica_axis is None else bool(replica_axis)
@@ -190,7 +191,7 @@ class Result:
         """ArviZ summary table (mean, sd, MCSE, ESS bulk/tail, R-hat) of the draws;
         ``kwargs`` go to ``arviz.summary`` (e.g. ``var_names``, ``kind="diagnostics"``).
         R-hat needs at least 2 chains to be informative."""
-        import arviz as az
+        az = arviz()
 
         return az.summary(self.to_arviz(), **kwargs)
 
