@@ -1,10 +1,12 @@
 """A fixed set of small runs whose draws are pinned (tests/test_pinned_draws.py).
 
-``python tests/pinned_runs.py`` records them into ``tests/pinned_draws.json``: per array its
-shape, dtype, the SHA-256 of its bytes (the bitwise check) and its first values (to show how
-far a changed run moved). They were recorded once, before the kernel-contract refactor
-(issue 17), so that the refactor is tested to change no draw. Re-record only for an intended
-change of behaviour, and say why in the commit.
+``python tests/pinned_runs.py`` records them into ``tests/pinned_draws.json``: the JAX and
+jaxlib versions they were recorded with, and per array its shape, dtype, the SHA-256 of its
+bytes (the bitwise check) and its values (the check under another JAX, whose XLA may round
+differently, and to show how far a changed run moved). They were first recorded before the
+kernel-contract refactor (issue 17), so that the refactor is tested to change no draw.
+Re-record only for an intended change of behaviour or a new JAX (after checking that the old
+pins hold within the tolerance of tests/test_pinned_draws.py), and say why in the commit.
 """
 
 from __future__ import annotations
@@ -75,16 +77,26 @@ def _runs():
     return out
 
 
+VERSIONS_KEY = "_recorded_with"
+
+
+def versions() -> dict:
+    """The versions whose XLA the bitwise comparison assumes."""
+    import jaxlib
+    return {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
+
+
 def fingerprint(a: np.ndarray) -> dict:
-    """What is pinned of one array: shape, dtype, SHA-256 of its bytes, first values."""
+    """What is pinned of one array: shape, dtype, SHA-256 of its bytes, its values."""
     a = np.ascontiguousarray(a)
     return {"shape": list(a.shape), "dtype": str(a.dtype),
             "sha256": hashlib.sha256(a.tobytes()).hexdigest(),
-            "head": a.reshape(-1)[:4].tolist()}
+            "values": a.reshape(-1).tolist()}
 
 
 def record(path: str = PATH) -> None:
-    pins = {k: fingerprint(v) for k, v in sorted(_runs().items())}
+    pins = {VERSIONS_KEY: versions()}
+    pins.update((k, fingerprint(v)) for k, v in sorted(_runs().items()))
     with open(path, "w") as fh:
         fh.write("{\n" + ",\n".join(f" {json.dumps(k)}: {json.dumps(v)}"
                                       for k, v in pins.items()) + "\n}\n")

@@ -209,7 +209,7 @@ def tiny_block_seconds(monkeypatch):
     monkeypatch.setattr(api, "BLOCK_SECONDS", 1e-9)
 
 
-LONG = dict(num_steps=400, num_chains=2, burn_in=30, seed=5)
+LONG = dict(num_steps=400, num_chains=2, burn_in=30, seed=5, init_per_chain=False)
 
 
 def test_default_blocks_are_cut_by_wall_time_with_the_same_draws(tiny_block_seconds):
