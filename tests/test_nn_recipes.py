@@ -18,8 +18,10 @@ Skipped when Flax or Equinox is not installed (``pip install -e ".[nn]"``).
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -74,7 +76,7 @@ def make_recipe(framework: str, sizes: tuple[int, ...], seed: int = 0) -> Recipe
         class MLP(nnx.Module):
             def __init__(self, sizes, rngs):
                 self.layers = nnx.List([nnx.Linear(a, b, rngs=rngs)
-                                        for a, b in zip(sizes[:-1], sizes[1:], strict=True)])
+                                        for a, b in itertools.pairwise(sizes)])
 
             def __call__(self, x):
                 for layer in self.layers[:-1]:
@@ -159,7 +161,7 @@ def tiny_run(post: sgmc.Posterior, name: str, init: PyTree) -> sgmc.Result:
 
 
 def test_samples_keep_model_structure_and_bma(mlp_case, quick_compile):
-    _, recipe, post, X, y = mlp_case
+    _, recipe, post, X, _ = mlp_case
     res = tiny_run(post, "sgld", recipe.init)     # the same program as the sgld run below
     assert jax.tree.structure(res.samples) == jax.tree.structure(recipe.init)
     assert type(res.samples) is type(recipe.init)
