@@ -150,6 +150,21 @@ class Problem:
     def datum_energy(self, params: PyTree, datum: PyTree) -> jax.Array:  # pragma: no cover
         raise NotImplementedError
 
+    # -- the sampled scale (see sgmc.constraints) ----------------------------------------
+    def constrain(self, params: PyTree) -> PyTree:
+        """The model's parameters θ = T(z) of a sampled point z: what a draw reports.
+        The identity unless the problem has constrained parameters."""
+        return params
+
+    def unconstrain(self, params: PyTree) -> PyTree:
+        """z = T⁻¹(θ): the sampled point of the model's parameters ``params`` (which may
+        carry leading batch axes). The identity unless the problem has constraints."""
+        return params
+
+    def check_support(self, params: PyTree, name: str = "init") -> None:
+        """Raise a ValueError naming the leaf if ``params`` (the model's scale) is outside
+        its support. Nothing to check unless the problem has constraints."""
+
     # -- streamed data (see sgmc.streaming), data split over devices (sgmc._mesh) --------
     stream: Any = None
     data_shards: int = 1
@@ -303,9 +318,13 @@ class Problem:
     energy = full_energy
 
     # -- checks ------------------------------------------------------------------------
-    def check_params(self, params: PyTree, name: str = "init") -> None:
-        """Raise if ``params`` is not a point the energy accepts (a scalar energy)."""
+    def check_params(self, params: PyTree, name: str = "init",
+                     constrained: bool = False) -> None:
+        """Raise if ``params`` is not a point the energy accepts (a scalar energy);
+        ``constrained``: ``params`` is on the model's scale (θ), not the sampled one (z)."""
         def energy_of_one(p):
+            if constrained:
+                p = self.unconstrain(p)
             u = self.exact_energy(p)
             if self.has_data:
                 datum = jax.tree.map(lambda a: a[0], self.data)
@@ -329,15 +348,28 @@ class Problem:
 class Posterior(Problem):
     """A Bayesian posterior p(θ | x₁..x_N) ∝ p(θ) Π_i p(x_i | θ).
 
-    Energy U(θ) = −log p(θ) − Σ_i log p(x_i | θ) (the notation of docs/samplers.md).
+    Energy U(θ) = −log p(θ) − Σ_i log p(x_i | θ) (the notation of docs/samplers.md). With
+    ``constraints``, the chains move on the unconstrained scale z, θ = T(z), with energy
+    U(z) = −log p(T(z)) − log |det ∂T/∂z| − Σ_i log p(x_i | T(z)) (:mod:`sgmc.constraints`);
+    ``loglik`` and ``logprior`` still take θ, ``init`` is given as θ and draws are reported
+    as θ.
 
     Args:
         loglik: ``loglik(params, datum) -> scalar``, the log-likelihood of ONE datum, where
-            ``datum`` is one slice of ``data`` along its leading axis.
+            ``datum`` is one slice of ``data`` along its leading axis. With
+            ``batched=True``: ``loglik(params, batch) -> (n,)``, the log-likelihoods of the
+            n rows of a batch of data (a network applied to a minibatch at once).
         logprior: ``logprior(params) -> scalar``.
         data: an array or pytree of arrays sharing a leading axis of length N, or an
             :class:`sgmc.Stream` of data too large for the device (read in buffers).
         chunk_size: rows per chunk in full-data passes (memory O(chunk_size · d)).
+        constraints: which parameters are constrained, e.g. ``{"sigma": "positive",
+            "p": "unit_interval", "cuts": "ordered", "weights": "simplex"}`` (names or
+            NumPyro constraint objects, following the params' structure; unlisted leaves
+            are unconstrained): see :class:`sgmc.constraints.Constraints`. Needs NumPyro
+            (``pip install "sgmc[numpyro]"``), whose transforms and Jacobians are used.
+        batched: ``loglik`` takes a batch of rows and returns one value per row. A
+            per-example gradient (SVRG, SAGA, EWSG) is then the gradient of a batch of one.
     """
 
     data: PyTree
@@ -347,11 +379,21 @@ class Posterior(Problem):
     data_rows: int = static(0)
     stream: Any = static(None)
     data_shards: int = static(1)
+    constraints: Any = static(None)
+    batched: bool = static(False)
 
     def __init__(self, loglik: Callable, logprior: Callable, data: PyTree,
-                 chunk_size: int = 1024) -> None:
+                 chunk_size: int = 1024, constraints: Any = None,
+                 batched: bool = False) -> None:
         check.callable_("loglik", loglik)
         check.callable_("logprior", logprior)
+        if not isinstance(batched, (bool, np.bool_)):
+            raise TypeError(f"batched must be True or False, got {batched!r}")
+        if constraints is not None:
+            from .constraints import Constraints
+
+            if not isinstance(constraints, Constraints):
+                constraints = Constraints(constraints)
         arrays, n = _stream_or_data(self, data)
         chunk = check.integer("chunk_size", chunk_size, lo=1)
         object.__setattr__(self, "data", arrays)
@@ -359,6 +401,8 @@ class Posterior(Problem):
         object.__setattr__(self, "logprior", logprior)
         object.__setattr__(self, "chunk_size", min(chunk, n))
         object.__setattr__(self, "data_rows", n)
+        object.__setattr__(self, "constraints", constraints)
+        object.__setattr__(self, "batched", bool(batched))
 
     @property
     def data_weight(self) -> float:
@@ -366,10 +410,35 @@ class Posterior(Problem):
         return self.stream.weight if self.stream is not None else 1.0
 
     def exact_energy(self, params: PyTree) -> jax.Array:
-        return -self.logprior(params)
+        if self.constraints is None:
+            return -self.logprior(params)
+        theta, log_det = self.constraints.constrain_with_log_det(params)
+        return -self.logprior(theta) - log_det
 
     def datum_energy(self, params: PyTree, datum: PyTree) -> jax.Array:
-        return -self.loglik(params, datum)
+        if self.batched:
+            return self.chunk_energies(params, jax.tree.map(lambda a: a[None], datum))[0]
+        return -self.loglik(self.constrain(params), datum)
+
+    def chunk_energies(self, params: PyTree, chunk: PyTree) -> jax.Array:
+        if not self.batched:
+            return super().chunk_energies(params, chunk)
+        n = jax.tree.leaves(chunk)[0].shape[0]
+        out = -self.loglik(self.constrain(params), chunk)
+        if jnp.shape(out) != (n,):
+            raise ValueError(f"with batched=True, loglik(params, batch) must return one value "
+                             f"per row, shape ({n},) for {n} rows; got shape {jnp.shape(out)}")
+        return out
+
+    def constrain(self, params: PyTree) -> PyTree:
+        return params if self.constraints is None else self.constraints.constrain(params)
+
+    def unconstrain(self, params: PyTree) -> PyTree:
+        return params if self.constraints is None else self.constraints.unconstrain(params)
+
+    def check_support(self, params: PyTree, name: str = "init") -> None:
+        if self.constraints is not None:
+            self.constraints.check(params, name)
 
 
 @pytree_dataclass

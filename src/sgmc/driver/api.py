@@ -25,7 +25,7 @@ from ..problem import Problem
 from ..result import Result
 from . import preflight
 from .checkpoint import Settings, fill, position_spec, position_template
-from .loop import Counters, init_chains
+from .loop import Counters, drawn, init_chains
 from .plan import BLOCK_BYTES, BLOCK_SECONDS, default_draws_per_block
 from .run import PRNG_IMPLS, Run, chain_keys, execute
 
@@ -71,10 +71,20 @@ def _as_init(init: PyTree) -> PyTree:
 
 def _chain_positions(problem: Problem, init: PyTree, num_chains: int,
                      per_chain: bool | None = None) -> PyTree:
-    """One position per chain: ``init`` broadcast (one point, ``per_chain=False``), or
-    ``init`` already stacked per chain on a leading axis (``per_chain=True``). None infers
-    it from which reading the model accepts, and refuses ``init`` that both readings fit
-    (with one chain, ``init`` that fits as one point is one point)."""
+    """Every chain's initial position on the sampled scale: :func:`_model_positions`
+    checked against the model's supports and unconstrained (``Problem.unconstrain``)."""
+    positions = _model_positions(problem, init, num_chains, per_chain)
+    problem.check_support(positions)
+    return jax.vmap(problem.unconstrain)(positions)
+
+
+def _model_positions(problem: Problem, init: PyTree, num_chains: int,
+                     per_chain: bool | None = None) -> PyTree:
+    """One point of the model's parameters per chain: ``init`` broadcast (one point,
+    ``per_chain=False``), or ``init`` already stacked per chain on a leading axis
+    (``per_chain=True``). None infers it from which reading the model accepts, and refuses
+    ``init`` that both readings fit (with one chain, ``init`` that fits as one point is one
+    point)."""
     init = _as_init(init)
     if per_chain is not None and not isinstance(per_chain, (bool, np.bool_)):
         raise TypeError(f"init_per_chain must be True, False or None, got {per_chain!r}")
@@ -85,22 +95,23 @@ def _chain_positions(problem: Problem, init: PyTree, num_chains: int,
         return jax.tree.map(lambda x: jnp.broadcast_to(x, (num_chains, *x.shape)), init)
 
     if per_chain is False:
-        problem.check_params(init)
+        problem.check_params(init, constrained=True)
         return broadcast()
     if per_chain:
         if not stacked:
             shapes = ", ".join(str(tuple(x.shape)) for x in leaves)
             raise ValueError(f"init_per_chain=True needs every leaf of init to have a leading "
                              f"axis of num_chains = {num_chains}; got shapes {shapes}")
-        problem.check_params(jax.tree.map(lambda x: x[0], init), "init[c] (one chain's point)")
+        problem.check_params(jax.tree.map(lambda x: x[0], init), "init[c] (one chain's point)",
+                             constrained=True)
         return init
     try:
-        problem.check_params(init)
+        problem.check_params(init, constrained=True)
     except ValueError as single_err:
         if not stacked:
             raise
         try:
-            problem.check_params(jax.tree.map(lambda x: x[0], init))
+            problem.check_params(jax.tree.map(lambda x: x[0], init), constrained=True)
         except ValueError:
             raise single_err from None
         return init
@@ -108,7 +119,7 @@ def _chain_positions(problem: Problem, init: PyTree, num_chains: int,
     # a single chain is rare; refusing would stop every 1-d model started at zeros(1)).
     if stacked and num_chains > 1:
         try:
-            problem.check_params(jax.tree.map(lambda x: x[0], init))
+            problem.check_params(jax.tree.map(lambda x: x[0], init), constrained=True)
         except (ValueError, TypeError):
             return broadcast()
         shapes = [tuple(x.shape) for x in leaves]
@@ -357,7 +368,7 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
             "problem the run started with")
     # The draws: the run's stream, or the checkpoint's own stream folder (read back into
     # memory); its first `count` draws are verified against their checksums.
-    template = jax.eval_shape(jax.vmap(sampler.draw), states)
+    template = jax.eval_shape(jax.vmap(drawn(problem, sampler)), states)
     count = int(header["kept"])
     mirror = None
     if settings.stream_to:

@@ -113,6 +113,13 @@ class _Parts(NamedTuple):
     outer: Any
 
 
+def drawn(problem, kernel):
+    """A chain's draw from its state: the kernel's point (the first replica's, for replica
+    exchange) on the model's scale (``Problem.constrain``: the identity unless the problem
+    has constrained parameters)."""
+    return lambda state: problem.constrain(kernel.draw(state))
+
+
 def _parts(problem, kernel, states, counters, run_keys, t0) -> _Parts:
     """The chain-level step with its randomness drawn ahead, the per-step bookkeeping and
     the zero accumulators of the per-draw statistics (reduced as ``kernel.info_spec``
@@ -128,7 +135,7 @@ def _parts(problem, kernel, states, counters, run_keys, t0) -> _Parts:
         def batch(fn, in_axes):
             return fn
 
-        fold, finite, draw = jax.random.fold_in, all_finite, kernel.draw
+        fold, finite, draw = jax.random.fold_in, all_finite, drawn(problem, kernel)
         replica_check = _first_bad_replica
     else:
         def inner(tree):
@@ -139,7 +146,7 @@ def _parts(problem, kernel, states, counters, run_keys, t0) -> _Parts:
 
         batch = partial(jax.vmap)
         fold = jax.vmap(jax.random.fold_in, in_axes=(0, None))
-        finite, draw = jax.vmap(all_finite), jax.vmap(kernel.draw)
+        finite, draw = jax.vmap(all_finite), jax.vmap(drawn(problem, kernel))
         replica_check = jax.vmap(_first_bad_replica)
     states, counters, keys = inner((states, counters, run_keys))
     # Replica-stacked kernels: which replica went non-finite first is recorded too.

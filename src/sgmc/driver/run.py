@@ -30,7 +30,7 @@ from .._store import DiskSink
 from ..errors import DataError, DivergenceError, Interrupted, StorageError
 from ..result import Result
 from .checkpoint import Settings
-from .loop import run_block, run_steps
+from .loop import drawn, run_block, run_steps
 from .plan import Block, block_plan, draws_after, draws_for_seconds, kept_by
 
 __all__ = ["PRNG_IMPLS", "Run", "chain_keys", "execute"]
@@ -133,7 +133,8 @@ class Run:
         if parts is None:  # no draw kept yet: empty arrays of the right trailing shapes
             n = counters.bad_step.shape[0]
             samples = jax.tree.map(lambda x: np.zeros((x.shape[0], 0, *x.shape[1:]), x.dtype),
-                                   jax.vmap(self.sampler.draw)(states))
+                                   jax.eval_shape(jax.vmap(drawn(self.problem,
+                                                                 self.sampler)), states))
             info, steps = {"grad_evals": np.zeros((n, 0), np.int64)}, np.zeros(0, np.int64)
         else:
             samples, info, steps = parts
