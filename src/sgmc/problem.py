@@ -404,6 +404,52 @@ class Posterior(Problem):
         object.__setattr__(self, "constraints", constraints)
         object.__setattr__(self, "batched", bool(batched))
 
+    @staticmethod
+    def from_numpyro(model: Callable, *args: Any, chunk_size: int = 1024,
+                     plate: str = "data", **kwargs: Any) -> Problem:
+        """The posterior of a NumPyro model, called as ``model(*args, **kwargs)`` (its data
+        included), as an sgmc problem.
+
+        The data rows must enter through ``with numpyro.plate("data", N,
+        subsample_size=...):`` with ``numpyro.subsample(x, event_dim=...)`` for each
+        per-row array: sgmc's minibatches replace the plate's subsample (the
+        ``subsample_size`` given in the model is ignored; the sampler's ``batch_size``
+        decides). The observed sites in the plate are the per-datum likelihood (what
+        SVRG, SAGA and EWSG reduce the variance of); the latent sites' priors, observed
+        sites outside the plate and ``numpyro.factor`` terms are the exact term. Latent
+        sites are sampled on the unconstrained scale through NumPyro's transforms with the
+        log-Jacobian added; ``init`` is a dict keyed by latent site name on the
+        constrained scale, and ``res.samples`` is a dict keyed by site name on the
+        constrained scale (with the deterministic sites outside the plate). Needs NumPyro
+        (``pip install "sgmc[numpyro]"``). See :mod:`sgmc.numpyro_model` and
+        docs/numpyro.md.
+
+        Args:
+            model: the NumPyro model (a function).
+            *args, **kwargs: the model's arguments. Arrays among them are passed to the
+                compiled code as data (validated and cast as data are); other values are
+                fixed.
+            chunk_size: rows per chunk in full-data passes.
+            plate: the name of the plate that holds the data rows.
+
+        Example:
+            >>> def model(x, y=None):                                     # doctest: +SKIP
+            ...     w = numpyro.sample("w", dist.Normal(0, 1).expand([x.shape[1]]))
+            ...     sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
+            ...     with numpyro.plate("data", x.shape[0], subsample_size=100):
+            ...         xb = numpyro.subsample(x, event_dim=1)
+            ...         yb = numpyro.subsample(y, event_dim=0)
+            ...         numpyro.sample("y", dist.Normal(xb @ w, sigma), obs=yb)
+            >>> post = sgmc.Posterior.from_numpyro(model, X, y)          # doctest: +SKIP
+            >>> res = sgmc.sample(post, sgmc.sgld(1e-4, batch_size=100),
+            ...                   {"w": np.zeros(d), "sigma": 1.0}, num_steps=10_000)
+            >>> res.samples["sigma"].shape                                # doctest: +SKIP
+            (1, 10000)
+        """
+        from .numpyro_model import NumPyroPosterior
+
+        return NumPyroPosterior(model, *args, chunk_size=chunk_size, plate=plate, **kwargs)
+
     @property
     def data_weight(self) -> float:
         # A streamed buffer of B rows stands for all N: each of its terms counts N/B times.

@@ -90,6 +90,8 @@ def _kinds_at(problem: Problem, points: PyTree, rows: int) -> dict[str, jax.Arra
 
 def _terms(problem: Problem) -> tuple[str, str]:
     """The user's names of the exact and the data term."""
+    if hasattr(problem, "term_names"):
+        return problem.term_names
     if isinstance(problem, Posterior):
         return "logprior", "loglik"
     if isinstance(problem, Objective):
