@@ -165,11 +165,14 @@ class NumPyroPosterior(Problem):
 
     # -- the model's trace --------------------------------------------------------------
     def _trace(self, idx: jax.Array, z: dict | None = None, theta: dict | None = None,
-               seed: bool = False, plate: str | None = None) -> dict:
+               seed: bool = False, plate: str | None = None, seed_value: int = 0) -> dict:
         """The model's trace with the data plate on rows ``idx`` and the latent sites at
         z (unconstrained: pushed through T, the log-Jacobian recorded as a factor site
-        ``_NAME_log_det``) or at θ (as given)."""
+        ``_NAME_log_det``), at θ (as given), or (``seed``) at random points of their
+        supports."""
         numpyro, handlers = _numpyro()
+        from numpyro.infer.initialization import init_to_uniform
+
         biject_to = numpyro_distributions().transforms.biject_to
         plate = plate or self.sites.plate
 
@@ -187,11 +190,16 @@ class NumPyroPosterior(Problem):
                 numpyro.factor(f"_{msg['name']}_log_det",
                                jnp.sum(t.log_abs_det_jacobian(z[msg["name"]], value)))
                 return value
+            if seed and not msg["fn"].support.is_discrete:
+                # A point of the support (uniform in (−2, 2) on the unconstrained scale, as
+                # NumPyro's NUTS starts): improper priors cannot be sampled.
+                return init_to_uniform(msg)
             return None
 
-        model = handlers.substitute(self.model, substitute_fn=substitute)
-        if seed:
-            model = handlers.seed(model, rng_seed=0)
+        # The seed handler inside the substitution: a site's rng_key is set before
+        # init_to_uniform reads it.
+        model = handlers.seed(self.model, rng_seed=seed_value) if seed else self.model
+        model = handlers.substitute(model, substitute_fn=substitute)
         args, kwargs = self.layout.rebuild(self.arrays)
         return handlers.trace(model).get_trace(*args, **kwargs)
 
@@ -307,6 +315,14 @@ class NumPyroPosterior(Problem):
         tr = self._trace(jnp.arange(1, dtype=jnp.int32), z=params)
         names = self.sites.latent + self.sites.deterministic
         return {name: tr[name]["value"] for name in names}
+
+    def initial_point(self, seed: int = 0) -> dict:
+        """A point to start chains from, on the constrained scale (a dict keyed by latent
+        site name): each latent site uniform in (−2, 2) on its unconstrained scale, as
+        NumPyro's NUTS starts (``init_to_uniform``). ``seed`` picks the point."""
+        seed = check.integer("seed", seed, lo=0, hi=2**32 - 1)
+        tr = self._trace(jnp.arange(1, dtype=jnp.int32), seed=True, seed_value=seed)
+        return {name: tr[name]["value"] for name in self.sites.latent}
 
     def _supports(self, theta: dict) -> dict:
         numpyro, _ = _numpyro()
