@@ -86,6 +86,21 @@ def main():
         "bitwise": bool(np.array_equal(np.asarray(whole.samples),
                                        np.asarray(resumed.samples))),
         "sharded_over": len(resumed.final_state.dyn.position.sharding.device_set)}
+    # minimize: replications over the devices of a make_mesh mesh (and the data's rows).
+    f = sgmc.Objective(lambda x, row: jnp.sum((x - row) ** 2) + jnp.sum(jnp.sin(3 * x)),
+                       jnp.asarray(np.random.default_rng(0).normal(size=(64, 2)), jnp.float32))
+    method = sgmc.sgd_x_sgld(0.01, temperature=0.5, batch_size=8, threshold=0.1, bound=10.0)
+    args = dict(num_steps=400, num_replications=8, seed=2)
+    alone = sgmc.minimize(f, method, jnp.zeros(2), **args)
+    out["minimize_make_mesh_8dev"] = {}
+    for name, m in (("chains", explicit), ("chains_data", jax.make_mesh((4, 2),
+                                                                        ("chains", "data")))):
+        spread = sgmc.minimize(f, method, jnp.zeros(2), **args, mesh=m)
+        out["minimize_make_mesh_8dev"][name] = {
+            "bitwise": bool(np.array_equal(alone.trace, spread.trace)
+                            and np.array_equal(alone.x, spread.x)),
+            "max_abs_diff": float(np.abs(alone.trace - spread.trace).max()),
+            "grad_evals_equal": bool(np.array_equal(alone.grad_evals, spread.grad_evals))}
     print(json.dumps(out))
 
 

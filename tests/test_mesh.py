@@ -84,6 +84,11 @@ def test_meshes_made_by_jax_make_mesh(report):
     assert c["max_abs_diff"] < 1e-4 and c["stats"]["grad_evals"]["equal"]
     c = report["resume_make_mesh_8dev"]
     assert c["sharded_over"] == 8 and c["bitwise"]
+    # minimize's replications over 8 devices; with a data axis, full passes sum per device
+    # (another order of additions: float tolerance, as for the samplers above).
+    c = report["minimize_make_mesh_8dev"]
+    assert c["chains"]["bitwise"] and c["chains"]["grad_evals_equal"]
+    assert c["chains_data"]["max_abs_diff"] < 1e-4 and c["chains_data"]["grad_evals_equal"]
 
 
 def test_mesh_arguments_are_checked():

@@ -27,8 +27,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh
 
 from . import _validate as check
+from ._mesh import check_mesh
 from ._pytree import pytree_dataclass, replace, static
 from .coupling.replica import ReplicaExchange, replica_exchange
 from .coupling.rules import GreedyRule, greedy_rule
@@ -331,7 +333,8 @@ def _divergence_warning(diverged_step: np.ndarray, final: np.ndarray | None) -> 
 
 def minimize(objective, method: Method, init, num_steps: int, num_replications: int = 1,
              seed: int = 0, *, bounds=None, record_every: int = 1, record_path: bool = False,
-             init_axes: str = "auto", boundary: str = "clip") -> OptimizeResult:
+             init_axes: str = "auto", boundary: str = "clip",
+             mesh: Mesh | None = None) -> OptimizeResult:
     """Minimise ``objective`` with ``method`` over vectorised independent replications.
 
     Args:
@@ -354,6 +357,11 @@ def minimize(objective, method: Method, init, num_steps: int, num_replications: 
             — use the explicit form for functions that also accept batches of points.
         boundary: with ``bounds``, ``"clip"`` (projection onto the box) or ``"reflect"``
             (mirror reflection at its faces).
+        mesh: optional ``jax.sharding.Mesh`` (``Mesh(...)`` or ``jax.make_mesh(...)``) to
+            spread the replications over devices: an axis ``"chains"`` (the replications;
+            ``num_replications`` a multiple of its size) and optionally ``"data"`` (the
+            objective's rows, for the full-data passes). The result is that of the same run
+            on one device (docs/scale.md).
 
     Returns:
         :class:`OptimizeResult`. A replication whose iterates become non-finite does not
@@ -386,10 +394,12 @@ def minimize(objective, method: Method, init, num_steps: int, num_replications: 
     point = x0[0, 0] if k > 1 else x0[0]
     method.coupling.check(problem, jnp.asarray(point), reps)
     kernel = _Replication(method.coupling, problem, box, boundary)
+    if mesh is not None:
+        check_mesh(mesh, reps, kernel, problem)
     settings = Settings(steps, 0, every, seed, reps, "threefry", steps // every, None, None,
                         None)
     start_time = time.perf_counter()
-    res = start(problem, kernel, jnp.asarray(x0), settings, divergence="continue")
+    res = start(problem, kernel, jnp.asarray(x0), settings, mesh=mesh, divergence="continue")
     wall = time.perf_counter() - start_time
     trace, path = np.asarray(res.samples["value"]), np.asarray(res.samples["x"])
     starts = x0[:, 0] if k > 1 else x0
