@@ -9,10 +9,12 @@ A sampler is a composition problem × estimator × dynamics × coupling (docs/ar
 """
 
 from . import coupling, datasets, diagnostics, metrics, models, objectives, plots, schedules
+from .constraints import Constraints
 from .coupling import cv_energy, exact_energy, geometric_ladder, minibatch_energy, replica_exchange
 from .driver import resume, sample
 from .errors import CheckpointError, DataError, DivergenceError, Interrupted, StorageError
 from .estimators import control_variate, ewsg, saga, svrg, uniform
+from .numpyro_model import NumPyroPosterior
 from .optimize import OptimizeResult, gd, gd_x_ld, ld, minimize, sgd, sgd_x_sgld, sgld_opt
 from .problem import Objective, Posterior
 from .result import Result
@@ -21,7 +23,8 @@ from .streaming import Stream
 
 __version__ = "0.1.0"
 
-__all__ = ["CheckpointError", "DataError", "DivergenceError", "Interrupted", "Objective",
+__all__ = ["CheckpointError", "Constraints", "DataError", "DivergenceError", "Interrupted",
+           "NumPyroPosterior", "Objective",
            "OptimizeResult", "Posterior", "Result", "StorageError", "Stream", "control_variate",
            "coupling", "cv_energy", "datasets", "diagnostics", "ewsg", "exact_energy", "gd",
            "gd_x_ld", "geometric_ladder", "ld",
