@@ -237,3 +237,18 @@ def test_batched_likelihood_of_the_wrong_shape_is_named():
                          {"y": np.ones(8, np.float32)}, batched=True)
     with pytest.raises(ValueError, match=r"batched=True.*one value per row"):
         sgmc.sample(bad, sgmc.sgld(step_size=1e-3), jnp.zeros(1), num_steps=10)
+
+
+def test_lightweight_saga_is_not_used_on_a_constrained_glm():
+    """A GLM's lightweight SAGA table holds ∂L/∂(predictor) at z; with constraints the
+    predictor must see T(z), so the dense table is used: the draws equal dense SAGA's."""
+    X, y, _ = sgmc.models.synthetic_linear_data(40, 2, seed=0)
+    glm = sgmc.models.linear_regression(X, y)
+    post = sgmc.Posterior(glm.loglik, glm.logprior, glm.data,
+                          constraints=C.interval(-5.0, 5.0))
+    from sgmc.estimators.saga import is_glm
+    assert is_glm(glm) and not is_glm(post)
+    runs = [sgmc.sample(post, sgmc.sgld(step_size=1e-3, batch_size=4, estimator=est),
+                        jnp.zeros(2), num_steps=50, seed=0)
+            for est in (sgmc.saga(), sgmc.saga(lightweight=False))]
+    np.testing.assert_array_equal(np.asarray(runs[0].samples), np.asarray(runs[1].samples))

@@ -46,7 +46,11 @@ class SAGAState(NamedTuple):
 
 
 def is_glm(problem) -> bool:
-    """True if the problem's per-datum energy exposes the GLM structure lightweight SAGA uses."""
+    """True if the problem's per-datum energy exposes the GLM structure lightweight SAGA uses
+    (on the sampled scale: not with constrained parameters, whose predictor would see T(z),
+    nor with a batched loglik, whose predictor is per batch)."""
+    if getattr(problem, "constraints", None) is not None or getattr(problem, "batched", False):
+        return False
     lik = getattr(problem, "loglik", None)
     return callable(getattr(lik, "predictor", None)) and callable(
         getattr(lik, "predictor_loss", None))
