@@ -105,7 +105,9 @@ def control_variate(centre: Any, sampling: str = "replacement") -> SVRG:
     """Control variate at a fixed centre (SVRG whose anchor never moves).
 
     Args:
-        centre: the anchor, a point shaped like the position (e.g. a mode found by SGD).
+        centre: the anchor, a point shaped like the position (e.g. a mode found by SGD), on
+            the sampled scale: for a problem with constrained parameters (a NumPyro model,
+            ``Posterior(constraints=...)``) pass ``problem.unconstrain(theta)``.
         sampling: minibatch scheme, ``"replacement"`` or ``"permutation"``.
     """
     leaves = jax.tree.leaves(centre)
