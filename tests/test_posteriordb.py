@@ -71,10 +71,10 @@ import numpy as np
 import pytest
 import scipy.optimize
 from jax.flatten_util import ravel_pytree
-from test_posteriordb_models import _stan_log_density, _unconstrained_points
 
 import sgmc
 from sgmc.experiments import posteriordb as pdb
+from test_posteriordb_models import _stan_log_density, _unconstrained_points
 
 _FOLDER = pdb.data_folder()
 needs_posteriordb = pytest.mark.skipif(
