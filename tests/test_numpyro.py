@@ -137,6 +137,21 @@ SAMPLERS = {
 }
 
 
+def test_replica_exchange_reports_every_replica_constrained():
+    """output="all": each replica's point goes through the model on its own (a
+    deterministic site mixing parameters would broadcast across replicas otherwise)."""
+    post = sgmc.Posterior.from_numpyro(schools, *SCHOOLS)
+    rx = sgmc.replica_exchange(sgmc.sgld(step_size=1e-3), temperatures=[1.0, 3.0, 9.0],
+                               output="all")
+    res = sgmc.sample(post, rx, {"mu": 0.0, "tau": 1.0, "eta": np.zeros(8)}, num_steps=20,
+                      seed=0)
+    s = {k: np.asarray(v) for k, v in res.samples.items()}
+    assert s["tau"].shape == (1, 20, 3) and s["theta"].shape == (1, 20, 3, 8)
+    assert np.all(s["tau"] > 0)
+    np.testing.assert_allclose(s["theta"], s["mu"][..., None] + s["tau"][..., None] * s["eta"],
+                               rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
 def test_every_sampler_runs_and_reports_sites(name):
     post = sgmc.Posterior.from_numpyro(regression, X, Y)

@@ -224,6 +224,11 @@ class ReplicaExchange:
     def meta(self) -> dict:
         return {"output": self.output}
 
+    @property
+    def draw_replicas(self) -> bool:
+        """Whether a draw stacks every replica's point on a leading axis."""
+        return self.output == "all"
+
     def draw(self, state: ReplicaState):
         """What a draw records: the coldest replica's position, or all replicas'."""
         if self.output == "all":

@@ -116,8 +116,10 @@ class _Parts(NamedTuple):
 def drawn(problem, kernel):
     """A chain's draw from its state: the kernel's point (the first replica's, for replica
     exchange) on the model's scale (``Problem.constrain``: the identity unless the problem
-    has constrained parameters)."""
-    return lambda state: problem.constrain(kernel.draw(state))
+    has constrained parameters; per replica for a kernel whose draws stack the replicas)."""
+    constrain = (jax.vmap(problem.constrain) if getattr(kernel, "draw_replicas", False)
+                 else problem.constrain)
+    return lambda state: constrain(kernel.draw(state))
 
 
 def _parts(problem, kernel, states, counters, run_keys, t0) -> _Parts:
