@@ -252,3 +252,10 @@ def test_lightweight_saga_is_not_used_on_a_constrained_glm():
                         jnp.zeros(2), num_steps=50, seed=0)
             for est in (sgmc.saga(), sgmc.saga(lightweight=False))]
     np.testing.assert_array_equal(np.asarray(runs[0].samples), np.asarray(runs[1].samples))
+
+
+def test_stein_discrepancy_refuses_constrained_draws():
+    post = sgmc.Posterior(_no_lik, lambda s: -s, ONE_ROW, constraints="positive")
+    with pytest.raises(ValueError, match="constrained parameters"):
+        sgmc.diagnostics.score_function(post)
+    assert not _regression(False).constrained and post.constrained

@@ -140,6 +140,14 @@ def score_function(problem, temperature: float = 1.0) -> Callable[[PyTree], PyTr
     if not isinstance(problem, Problem):
         raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
                         f"{type(problem).__name__}")
+    if problem.constrained:
+        # Draws are reported as θ = T(z) but the energy is the density of z: its score at θ
+        # would be a wrong answer, not an approximate one.
+        raise ValueError("the problem has constrained parameters: its energy is a density "
+                         "on the unconstrained scale, while draws are reported constrained; "
+                         "compute the kernel Stein discrepancy on the unconstrained draws, "
+                         "jax.vmap(problem.unconstrain)(draws), with the score "
+                         "z ↦ −∇U(z)/τ (problem.full_grad)")
     tau = check.positive("temperature", temperature)
     return lambda theta: jax.tree.map(lambda g: -g / tau, problem.full_grad(theta))
 

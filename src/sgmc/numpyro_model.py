@@ -188,7 +188,7 @@ class NumPyroPosterior(Problem):
                 t = biject_to(msg["fn"].support)
                 value = t(z[msg["name"]])
                 numpyro.factor(f"_{msg['name']}_log_det",
-                               jnp.sum(t.log_abs_det_jacobian(z[msg["name"]], value)))
+                               0.0 * jnp.sum(t.log_abs_det_jacobian(z[msg["name"]], value)))
                 return value
             if seed and not msg["fn"].support.is_discrete:
                 # A point of the support (uniform in (−2, 2) on the unconstrained scale, as
@@ -311,6 +311,10 @@ class NumPyroPosterior(Problem):
         return self.chunk_energies(params, jnp.reshape(datum, (1,)))[0]
 
     # -- the model's scale --------------------------------------------------------------
+    @property
+    def constrained(self) -> bool:
+        return True
+
     def constrain(self, params: PyTree) -> dict:
         tr = self._trace(jnp.arange(1, dtype=jnp.int32), z=params)
         names = self.sites.latent + self.sites.deterministic

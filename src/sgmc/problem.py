@@ -151,6 +151,11 @@ class Problem:
         raise NotImplementedError
 
     # -- the sampled scale (see sgmc.constraints) ----------------------------------------
+    @property
+    def constrained(self) -> bool:
+        """Whether draws (θ) and sampled points (z) differ: constrained parameters."""
+        return False
+
     def constrain(self, params: PyTree) -> PyTree:
         """The model's parameters θ = T(z) of a sampled point z: what a draw reports.
         The identity unless the problem has constrained parameters."""
@@ -475,6 +480,10 @@ class Posterior(Problem):
             raise ValueError(f"with batched=True, loglik(params, batch) must return one value "
                              f"per row, shape ({n},) for {n} rows; got shape {jnp.shape(out)}")
         return out
+
+    @property
+    def constrained(self) -> bool:
+        return self.constraints is not None
 
     def constrain(self, params: PyTree) -> PyTree:
         return params if self.constraints is None else self.constraints.constrain(params)
