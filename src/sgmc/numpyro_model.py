@@ -188,7 +188,7 @@ class NumPyroPosterior(Problem):
                 t = biject_to(msg["fn"].support)
                 value = t(z[msg["name"]])
                 numpyro.factor(f"_{msg['name']}_log_det",
-                               0.0 * jnp.sum(t.log_abs_det_jacobian(z[msg["name"]], value)))
+                               jnp.sum(t.log_abs_det_jacobian(z[msg["name"]], value)))
                 return value
             if seed and not msg["fn"].support.is_discrete:
                 # A point of the support (uniform in (−2, 2) on the unconstrained scale, as
