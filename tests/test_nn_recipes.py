@@ -41,8 +41,9 @@ def gaussian_logprior(params: PyTree, std: float = 1.0) -> jax.Array:
 
 @dataclass
 class Recipe:
-    """One framework's model as the page builds it: a start, and the apply function
-    ``apply(params, x)`` for one input (d,) or, with ``batched``, a batch (n, d)."""
+    """One framework's model as the page builds it: a start (``init``), the network on one
+    input (d,) (``apply``) and on a batch (n, d) (``batch_apply``); for a linear model,
+    ``weights`` reads (W (d, 1), b (1,)) off a params pytree (any leading axes)."""
 
     init: PyTree
     apply: Callable[[PyTree, jax.Array], jax.Array]
