@@ -28,13 +28,26 @@ def run(script: str, *args: str, cwd=None) -> str:
 
 
 def test_every_example_is_tested_and_documented():
-    assert SCRIPTS == ["bnn.py", "gdxld_function.py", "glm_csv.py", "out_of_core.py",
+    assert SCRIPTS == ["bnn.py", "equinox_mlp.py", "flax_linen.py", "flax_nnx.py",
+                       "gdxld_function.py", "glm_csv.py", "out_of_core.py",
                        "replica_exchange.py"]
     for name in SCRIPTS:
         text = (EXAMPLES / name).read_text()
         assert text.startswith('"""'), f"{name} needs a module docstring"
         assert "--quick" in text and "argparse" in text, name
         assert f"python examples/{name}" in text, f"{name}'s docstring must say how to run it"
+
+
+@pytest.mark.parametrize("script", ["flax_linen.py", "flax_nnx.py", "equinox_mlp.py"])
+def test_nn_framework_examples(script):
+    """Each recipe's two samplers give a model average that classifies the held-out moons
+    (a wrong posterior — no likelihood, a flipped sign — is at chance, 0.5)."""
+    pytest.importorskip("flax")
+    pytest.importorskip("equinox")
+    out = run(script, "--quick")
+    accs = [float(a) for a in re.findall(r"test accuracy (\d\.\d+)", out)]
+    lls = [float(v) for v in re.findall(r"log-likelihood (-?\d\.\d+)", out)]
+    assert len(accs) == 2 and min(accs) > 0.9 and min(lls) > -0.3, out
 
 
 def test_glm_csv_synthetic(tmp_path):

@@ -431,9 +431,10 @@ class Posterior(Problem):
 
         Args:
             model: the NumPyro model (a function).
-            *args, **kwargs: the model's arguments. Arrays among them are passed to the
-                compiled code as data (validated and cast as data are); other values are
-                fixed.
+            *args: the model's positional arguments. Arrays among the arguments are passed
+                to the compiled code as data (validated and cast as data are); other values
+                are fixed.
+            **kwargs: the model's keyword arguments (as ``*args``).
             chunk_size: rows per chunk in full-data passes.
             plate: the name of the plate that holds the data rows.
 
