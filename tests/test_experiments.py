@@ -159,6 +159,58 @@ def test_ewsg_mnist_quick(tmp_path, capsys):
     assert {c["verdict"] for c in result["claims"]} <= {"holds",
                                                          "not tested in the paper's regime"}
     assert (tmp_path / "ewsg_mnist.png").exists()
+    # The CNN rows (the paper's second network) need Flax, the optional extra sgmc[nn].
+    from sgmc.experiments import ewsg_classification as ec
+
+    if not ec.flax_available():
+        assert result["cnn"] is None and "pip install 'sgmc[nn]'" in text
+        pytest.skip("flax is not installed (pip install 'sgmc[nn]'): the CNN rows did not run")
+    cnn = result["cnn"]
+    rows = cnn["rows"]
+    assert set(rows) == {"SGLD", "pSGLD", "SGHMC", "EWSG"}
+    assert rows["EWSG"]["steps"] == rows["SGHMC"]["steps"] // 2  # M + 1 = 2 gradients a slot
+    for r in rows.values():
+        assert 0.0 <= r["accuracy"][0] <= 1.0 and r["log_likelihood"][0] < 0
+        assert len(r["bma_accuracy"]) == len(r["passes"]) >= 1
+    # Two claims (EWSG vs SGHMC, EWSG vs the better of SGLD/pSGLD), judged by the rule and
+    # never "does not hold" at one pass of a tiny subset (outside the paper's regime).
+    assert len(cnn["claims"]) == 2 and cnn["claims"] == result["claims"][-2:]
+    assert all(c["claim"].startswith("CNN: ") and c["deviations"] for c in cnn["claims"])
+    assert {c["verdict"] for c in cnn["claims"]} <= {"holds", "not tested in the paper's regime"}
+    assert (tmp_path / "ewsg_mnist_cnn.png").exists()
+
+
+def test_ewsg_mnist_cnn_parts(monkeypatch):
+    """The CNN's convolution as patches @ kernel equals lax's SAME convolution, its loglik is
+    the log-softmax of one image's logits, and without Flax it asks for the extra."""
+    import sys
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from sgmc.experiments import ewsg_classification as ec
+
+    x = jax.random.normal(jax.random.key(0), (2, 14, 14, 3))
+    k = jax.random.normal(jax.random.key(1), (5, 5, 3, 4))
+    ref = jax.lax.conv_general_dilated(x, k, (1, 1), "SAME",
+                                       dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    np.testing.assert_allclose(ec._conv_as_matmul(x, k, (1, 1), "SAME"), ref, rtol=1e-4,
+                               atol=1e-4)
+    if ec.flax_available():
+        net = ec.MnistCNN(channels=(2, 3), hidden=(5,))
+        params = net.init(jax.random.key(2))
+        images = jax.random.uniform(jax.random.key(3), (3, 784))
+        logp = jax.nn.log_softmax(net.logits(params, images))
+        one = ec.mnist_cnn(np.asarray(images), np.array([1, 0, 7]), net=net)
+        got = [one.loglik(params, {"x": images[i], "y": jnp.int32(c)})
+               for i, c in enumerate((1, 0, 7))]
+        np.testing.assert_allclose(got, logp[jnp.arange(3), jnp.array([1, 0, 7])], rtol=1e-5)
+    monkeypatch.setitem(sys.modules, "flax", None)
+    monkeypatch.setitem(sys.modules, "flax.linen", None)
+    assert not ec.flax_available()
+    with pytest.raises(ImportError, match=r"pip install 'sgmc\[nn\]'"):
+        ec.mnist_cnn(np.zeros((2, 784)), np.array([0, 1]))
 
 
 def test_vr_resgld_mixture_quick(tmp_path, capsys):
