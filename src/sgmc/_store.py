@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from ._serial import naming, tree_from_spec, tree_spec, write_json_atomic
+from ._serial import leaf_names, naming, tree_from_spec, tree_like, tree_spec, write_json_atomic
 from .errors import CheckpointError
 from .result import Result
 
@@ -263,8 +263,13 @@ class DiskSink:
             created.append(sums)
             with naming(sums), open(sums, "w") as fh:  # a new stream: no block yet
                 os.fsync(fh.fileno())
-            spec, order = tree_spec(samples)
+            names: list[str] = []
+            spec, order = tree_spec(samples, names)
+            jax_names = [""] * len(order)
+            for k, i in enumerate(order):
+                jax_names[i] = names[k]
             header = {"format": STREAM_FORMAT, "spec": spec, "order": order,
+                      "names": jax_names,
                       "num_leaves": len(leaves), "info": sorted(info), "count": 0,
                       "num_draws": self.total, "meta": None,
                       "files": {k: {"shape": list(f.shape), "dtype": f.dtype.str}
@@ -450,12 +455,13 @@ def verify(folder: str, files: dict[str, _File], count: int) -> None:
             "(written by another run, or removed): they cannot be verified")
 
 
-def load_stream(folder: str | os.PathLike) -> Result:
+def load_stream(folder: str | os.PathLike, like: PyTree = None) -> Result:
     """Open a stream folder written by ``sample(..., stream_to=folder)`` as a Result whose
     draws are memory-mapped (read-only). A run still going, or killed, gives the draws
     written so far. The files are checked to exist with the shapes the header records
     (a ValueError names the one that does not); their checksums are not verified here (that
-    would read every draw) — :func:`sgmc.resume` verifies them.
+    would read every draw) — :func:`sgmc.resume` verifies them. ``like`` rebuilds the
+    draws' own structure, as in :meth:`sgmc.Result.load`.
     """
     folder = os.fspath(folder)
     header = read_header(folder)
@@ -469,4 +475,7 @@ def load_stream(folder: str | os.PathLike) -> Result:
     info = {k: load(f"info_{k}")[:, :n] for k in header["info"]}
     info["step"] = load("step")[:n]
     samples = tree_from_spec(header["spec"], header["order"], leaves)
+    if like is not None:
+        names = header.get("names") or leaf_names(samples)
+        samples = tree_like(like, names, leaves, folder)
     return Result(samples, info, header["meta"] or {"incomplete": True})

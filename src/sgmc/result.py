@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ._optional import arviz
-from ._serial import decode_tree, encode_tree, json_default
+from ._serial import decode_tree, encode_tree, json_default, leaf_names, tree_like, tree_spec
 
 __all__ = ["Result"]
 
@@ -19,23 +18,23 @@ PyTree = Any
 _FORMAT = "sgmc.Result/1"
 
 
-def _flat_names(tree: PyTree, prefix: str = "") -> dict[str, np.ndarray]:
-    """Variable names for ArviZ: 'theta' for a bare array, joined keys for nested trees."""
-    if isinstance(tree, tuple) and hasattr(tree, "_fields"):
-        tree = tree._asdict()
-    if isinstance(tree, Mapping):
-        out = {}
-        for k, v in tree.items():
-            out.update(_flat_names(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    if isinstance(tree, (list, tuple)):
-        out = {}
-        for i, v in enumerate(tree):
-            out.update(_flat_names(v, f"{prefix}[{i}]" if prefix else f"x{i}"))
-        return out
-    if tree is None:
-        return {}
-    return {prefix or "theta": np.asarray(tree)}
+def _flat_names(tree: PyTree) -> dict[str, np.ndarray]:
+    """Variable names for ArviZ, one per leaf, by its path in the pytree: ``theta`` for a
+    bare array; keys and attributes joined with ``.`` (dict keys, namedtuple fields, the
+    attributes of an Equinox module or a dataclass), ``[i]`` for positions (``x0``, ``x1``…
+    at the top level): e.g. ``layers[0].weight``. A Flax NNX ``Param`` is named as its
+    array. Names repeated by odd keys (``{"a.b": .., "a": {"b": ..}}``) get ``#2``…"""
+    leaves: list[np.ndarray] = []
+    names: list[str] = []
+    encode_tree(tree, leaves, names=names)
+    out: dict[str, np.ndarray] = {}
+    for name, leaf in zip(names, leaves, strict=True):
+        key, n = name, 1
+        while key in out:
+            n += 1
+            key = f"{name}#{n}"
+        out[key] = leaf
+    return out
 
 
 @dataclass
@@ -80,25 +79,40 @@ class Result:
 
     # -- persistence -----------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
-        """Write the draws, info and metadata to an ``.npz`` file (no pickle)."""
+        """Write the draws, info and metadata to an ``.npz`` file (no pickle).
+
+        Any pytree of arrays is stored, every leaf under its path (its name in
+        :meth:`to_arviz`); dicts, lists, tuples and None are rebuilt by :meth:`load`, other
+        nodes (namedtuples, Equinox modules, Flax NNX states, dataclasses) given a
+        template (``load(path, like=init)``)."""
         leaves: list[np.ndarray] = []
-        spec = encode_tree(self.samples, leaves)
+        names: list[str] = []
+        spec = encode_tree(self.samples, leaves, names=names)
+        _, order = tree_spec(self.samples)
         arrays = {f"samples/{i}": a for i, a in enumerate(leaves)}
         arrays.update({f"info/{k}": np.asarray(v) for k, v in self.info.items()})
-        header = {"format": _FORMAT, "spec": spec, "meta": self.meta}
+        header = {"format": _FORMAT, "spec": spec, "order": order, "names": names,
+                  "meta": self.meta}
         arrays["header"] = np.asarray(json.dumps(header, default=json_default))
         with open(path, "wb") as fh:
             np.savez(fh, **arrays)
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> Result:
+    def load(cls, path: str | os.PathLike, like: PyTree = None) -> Result:
         """Read a file written by :meth:`save`, or a folder written by
         ``sgmc.sample(..., stream_to=folder)`` (its draws memory-mapped, not read).
-        Namedtuples come back as dicts."""
+
+        Without ``like``, the draws come back as dicts, lists, tuples and None: a namedtuple
+        or another pytree node (an Equinox module, a Flax NNX ``State``, a dataclass) as a
+        dict of its fields by name (a list for positions; an NNX ``Param`` as its array) —
+        a file never runs or imports code. ``like``, a pytree of the draws' structure (the
+        run's ``init``, or one draw; its leaves are not read), rebuilds that structure
+        itself, each leaf matched by its path name (a ValueError names those that differ).
+        """
         if os.path.isdir(path):
             from ._store import load_stream
 
-            return load_stream(path)
+            return load_stream(path, like=like)
         with np.load(path, allow_pickle=False) as npz:
             header = json.loads(str(npz["header"]))
             if header.get("format") != _FORMAT:
@@ -107,7 +121,10 @@ class Result:
             n_leaves = sum(1 for k in npz.files if k.startswith("samples/"))
             leaves = [npz[f"samples/{i}"] for i in range(n_leaves)]
             info = {k[len("info/"):]: npz[k] for k in npz.files if k.startswith("info/")}
-        return cls(decode_tree(header["spec"], leaves), info, header["meta"])
+        samples = decode_tree(header["spec"], leaves)
+        if like is not None:
+            samples = _rebuild(like, samples, header, leaves, str(path))
+        return cls(samples, info, header["meta"])
 
     # -- diagnostics -------------------------------------------------------------------
     def has_replica_axis(self) -> bool:
@@ -134,17 +151,19 @@ class Result:
         """An ``arviz.InferenceData``: the draws as ``posterior``, per-draw statistics as
         ``sample_stats``.
 
-        Names and dimensions: a bare-array position is the variable ``theta``; pytree
-        positions give one variable per leaf, named by their keys joined with ``.`` (``x0``,
-        ``x1``… for list/tuple items). Each variable is (chain, draw, ...) with extra dims
-        ``<name>_dim_0``…; draws that keep every replica (``output="all"``, see
-        :meth:`has_replica_axis`; force with ``replica_axis``) put a ``replica`` dim first
-        (slot 0 = coldest). ``sample_stats`` holds ``grad_evals`` (cumulative per-example
-        gradient evaluations), ``step`` (step number of each draw) and every other
-        (chain, draw, ...) statistic; replica-exchange statistics per adjacent pair
-        (``swaps``, ``swap_attempts``, ``energy_variance``) get a ``pair`` dim (pair k =
-        slots (k, k+1)), ``replica_labels`` a ``replica`` dim. Scalar metadata become
-        attributes (of the InferenceData and of its ``posterior`` group). Values are
+        Names and dimensions: a bare-array position is the variable ``theta``; any other
+        pytree gives one variable per leaf, named by its path: dict keys, namedtuple fields
+        and attributes (of an Equinox module, a dataclass) joined with ``.``, positions in
+        lists and tuples as ``[i]`` (``x0``, ``x1``… at the top level), e.g.
+        ``layers[0].weight``; a Flax NNX ``Param`` is named as its array. Each variable is
+        (chain, draw, ...) with extra dims ``<name>_dim_0``…; draws that keep every replica
+        (``output="all"``, see :meth:`has_replica_axis`; force with ``replica_axis``) put a
+        ``replica`` dim first (slot 0 = coldest). ``sample_stats`` holds ``grad_evals``
+        (cumulative per-example gradient evaluations), ``step`` (step number of each draw)
+        and every other (chain, draw, ...) statistic; replica-exchange statistics per
+        adjacent pair (``swaps``, ``swap_attempts``, ``energy_variance``) get a ``pair`` dim
+        (pair k = slots (k, k+1)), ``replica_labels`` a ``replica`` dim. Scalar metadata
+        become attributes (of the InferenceData and of its ``posterior`` group). Values are
         float64 (float32 sums over ~1e6 draws lose digits), counts stay integers.
         """
         az = arviz()
@@ -197,6 +216,19 @@ class Result:
 
 
 _PAIR_STATS = ("swaps", "swap_attempts", "energy_variance")
+
+
+def _rebuild(like: PyTree, samples: PyTree, header: dict, leaves: list, what: str) -> PyTree:
+    """The draws in ``like``'s structure: the stored leaves (in the description's order)
+    matched to the template's by name."""
+    names, order = header.get("names"), header.get("order")
+    if names is None or order is None:  # a file of an earlier sgmc: dicts, lists, tuples
+        return tree_like(like, leaf_names(samples), _leaves(samples), what)
+    jax_leaves: list = [None] * len(order)
+    jax_names: list = [None] * len(order)
+    for k, i in enumerate(order):
+        jax_leaves[i], jax_names[i] = leaves[k], names[k]
+    return tree_like(like, jax_names, jax_leaves, what)
 
 
 def _leaves(tree: PyTree) -> list:

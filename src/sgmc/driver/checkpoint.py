@@ -53,10 +53,31 @@ def position_spec(positions: PyTree) -> dict:
     out = {"spec": spec, "order": order, "shapes": [list(x.shape) for x in leaves],
            "dtypes": [str(x.dtype) for x in leaves]}
     if jax.tree.structure(position_template(out)) != jax.tree.structure(positions):
-        raise TypeError("checkpoint= needs positions made of arrays and dicts, lists or "
-                        "tuples of arrays (namedtuples and custom pytree nodes cannot be "
-                        "restored without running code)")
+        kinds = sorted(_node_types(spec))
+        raise TypeError(
+            "checkpoint= needs positions made of arrays in dicts, lists and tuples (not "
+            "namedtuples, dataclasses, Equinox modules or Flax NNX states: sgmc.resume "
+            "rebuilds the positions from the checkpoint alone, which runs no code); these "
+            f"hold {', '.join(kinds) or 'namedtuples'}. Sample a dict of the leaves named "
+            "by their paths and rebuild your structure inside the model "
+            "(docs/neural-networks.md, 'Checkpoints'); stream_to=, Result.save and "
+            "Result.load(path, like=init) work with any pytree")
     return out
+
+
+def _node_types(spec: Any) -> set[str]:
+    """Names of the pytree node types in a tree description that are not dicts, lists,
+    tuples or None (:func:`sgmc._serial.encode_tree`)."""
+    (kind, body), = spec.items()
+    if kind == "node":
+        name = "dicts with keys that are not strings" if body["type"] == "builtins.dict" \
+            else body["type"]
+        return {name}.union(*(_node_types(c) for c in body["children"]))
+    if kind == "dict":
+        return set().union(*(_node_types(c) for c in body.values()))
+    if kind in ("list", "tuple"):
+        return set().union(*(_node_types(c) for c in body))
+    return set()
 
 
 def position_template(spec: dict) -> PyTree:
