@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._serial import tree_from_spec, tree_spec
+from .._serial import leaf_names, tree_from_spec, tree_like, tree_spec
 from ..errors import CheckpointError
 
 __all__ = ["Settings", "fill", "position_spec", "position_template"]
@@ -46,13 +46,25 @@ class Settings(NamedTuple):
         return (self.num_steps - self.burn_in) // self.thin
 
 
-def position_spec(positions: PyTree) -> dict:
-    """The chain-stacked positions' structure, shapes and dtypes (JSON), for checkpoints."""
-    spec, order = tree_spec(positions)
+def position_spec(positions: PyTree, any_pytree: bool = False) -> dict:
+    """The chain-stacked positions' structure, shapes and dtypes (JSON), for checkpoints,
+    with every leaf's name (its path, in JAX's leaf order).
+
+    Positions of dicts, lists and tuples are rebuilt from this alone
+    (:func:`position_template`); other pytrees (namedtuples, dataclasses, Equinox modules,
+    Flax NNX states) only from a template of their structure. ``any_pytree=False`` refuses
+    those with a TypeError (for a caller that has no template to give on resume)."""
+    names: list[str] = []
+    spec, order = tree_spec(positions, names)
+    jax_names = [""] * len(order)
+    for k, i in enumerate(order):
+        jax_names[i] = names[k]
     leaves = jax.tree.leaves(positions)
     out = {"spec": spec, "order": order, "shapes": [list(x.shape) for x in leaves],
-           "dtypes": [str(x.dtype) for x in leaves]}
-    if jax.tree.structure(position_template(out)) != jax.tree.structure(positions):
+           "dtypes": [str(x.dtype) for x in leaves], "names": jax_names}
+    rebuilt = jax.tree.structure(_rebuilt(out)) == jax.tree.structure(positions)
+    out["rebuilt"] = rebuilt
+    if not rebuilt and not any_pytree:
         kinds = sorted(_node_types(spec))
         raise TypeError(
             "checkpoint= needs positions made of arrays in dicts, lists and tuples (not "
@@ -80,11 +92,39 @@ def _node_types(spec: Any) -> set[str]:
     return set()
 
 
-def position_template(spec: dict) -> PyTree:
-    """Shapes and dtypes of the positions described by :func:`position_spec`."""
+def _rebuilt(spec: dict) -> PyTree:
+    """Shapes and dtypes of the positions, in the structure the description alone gives."""
     leaves = [jax.ShapeDtypeStruct(tuple(s), jnp.dtype(d))
               for s, d in zip(spec["shapes"], spec["dtypes"], strict=True)]
     return tree_from_spec(spec["spec"], spec["order"], leaves)
+
+
+def position_template(spec: dict, like: PyTree = None, path: str = "the checkpoint"
+                      ) -> PyTree:
+    """Shapes and dtypes of the positions described by :func:`position_spec`: in the
+    structure of ``like`` (a pytree of one position's structure, e.g. the run's ``init``;
+    its leaves are not read) when given, each leaf matched by its name, else rebuilt from
+    the description (dicts, lists, tuples).
+
+    Raises:
+        CheckpointError: the positions need a template and ``like`` is None, or ``like``
+            does not fit them.
+    """
+    if like is None:
+        if spec.get("rebuilt", True) is False:
+            kinds = sorted(_node_types(spec["spec"])) or ["namedtuples"]
+            raise CheckpointError(
+                f"{path} holds positions of {', '.join(kinds)}, which a checkpoint cannot "
+                "rebuild by itself: pass like=init (any pytree of the positions' structure) "
+                "to sgmc.resume")
+        return _rebuilt(spec)
+    leaves = [jax.ShapeDtypeStruct(tuple(s), jnp.dtype(d))
+              for s, d in zip(spec["shapes"], spec["dtypes"], strict=True)]
+    names = spec.get("names") or leaf_names(_rebuilt(spec))
+    try:
+        return tree_like(like, names, leaves, path)
+    except ValueError as err:
+        raise CheckpointError(str(err)) from None
 
 
 def fill(template: PyTree, leaves: list[np.ndarray], path: str) -> PyTree:
