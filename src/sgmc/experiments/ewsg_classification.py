@@ -626,7 +626,7 @@ def mnist_claims(final: dict, correct: dict, passes: float, quick: bool,
         "1e-7, pSGLD 1e-4), which do not train in our parametrisation (U summed)",
         "EWSG with b = 100 uses the batch grouping (the minibatch as one term of V)",
         "SE over test images only (one seed): run-to-run variation is not included",
-        "no CNN and no CP-SGHMC baseline"]
+        "no CP-SGHMC baseline (the CNN is judged in its own rows, 'CNN: ...')"]
     over = f"{num_test} test images (paired)"
     others = {k: final[k] for k in ("SGLD", "pSGLD")}
     best = max(others, key=others.get)
