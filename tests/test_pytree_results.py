@@ -9,9 +9,9 @@ dataclass.
   not an array is refused at save time (never an object array in the file);
 - ``stream_to=`` writes the same draws as the in-memory run, and the folder loads back with
   ``like=init`` into the params' structure;
-- ``checkpoint=`` is refused before anything is compiled, with a TypeError naming
-  ``checkpoint=``, what it supports and what to do (``sgmc.resume`` rebuilds the positions
-  from the file alone, which cannot hold an Equinox module or a class).
+- ``checkpoint=`` works; ``sgmc.resume(path, problem, sampler, like=init)`` rebuilds the
+  positions in the params' structure (the file alone cannot hold an Equinox module or a
+  class: without ``like`` a CheckpointError says to pass it), bitwise the uninterrupted run.
 
 Before these changes: an Equinox module or a dataclass failed ``to_arviz`` with a
 misleading "'theta' has shape ()", ``save`` wrote an object array that did not load, and
@@ -167,13 +167,19 @@ def test_stream_to(case, tmp_path):
     assert list(back.to_arviz().posterior.data_vars) == list(res.to_arviz().posterior)
 
 
-def test_checkpoint_refused_before_compiling(case, tmp_path):
-    _name, init, post, _, _ = case
+def test_checkpoint_and_resume_with_a_template(case, tmp_path):
+    """checkpoint= works for any pytree; resume rebuilds the positions from ``like=init``
+    (the file holds no code), bitwise the uninterrupted run, and says so without it."""
+    _name, init, post, res, _ = case
     path = tmp_path / "run.ckpt"
-    with pytest.raises(TypeError, match=r"checkpoint= needs positions made of arrays in "
-                       r"dicts, lists and tuples .*; these hold .*stream_to=.*like=init"):
-        sgmc.sample(post, sgmc.sgld(1e-3, batch_size=8), init, checkpoint=path, **RUN)
-    assert not list(tmp_path.iterdir())
+    smp = sgmc.sgld(1e-3, batch_size=8)
+    sgmc.sample(post, smp, init, checkpoint=path, checkpoint_every=6, draws_per_block=2, **RUN)
+    assert sgmc.checkpoint.read(f"{path}.prev")[0]["t0"] == 6  # resumed mid-run
+    with pytest.raises(sgmc.CheckpointError, match="pass like=init"):
+        sgmc.resume(f"{path}.prev", post, smp)
+    again = sgmc.resume(f"{path}.prev", post, smp, like=init)
+    assert type(again.samples) is type(init)
+    _assert_same_draws(again.samples, res.samples)
 
 
 def test_save_refuses_object_leaves(tmp_path):
@@ -202,8 +208,7 @@ def test_checkpoint_positions_rebuilt_from_a_template(case):
     """What ``sgmc.resume(..., like=init)`` needs (``driver.checkpoint``): the positions'
     description names every leaf; without a template it cannot be rebuilt (a
     CheckpointError saying to pass ``like=init``), with one it is, shapes and dtypes from
-    the checkpoint. (``sample`` still refuses ``checkpoint=`` for these positions: the
-    ``like=`` argument of ``resume`` is not wired in yet.)"""
+    the checkpoint."""
     from sgmc.driver.checkpoint import position_spec, position_template
 
     _, init, _, _, names = case

@@ -260,7 +260,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
     if mesh is not None:
         check_mesh(mesh, num_chains, sampler, problem)
     preflight.preflight(problem, sampler, positions, num_steps)
-    spec = position_spec(positions) if checkpoint else None
+    spec = position_spec(positions, any_pytree=True) if checkpoint else None
 
     num_draws = (num_steps - burn_in) // thin
     total_draws = burn_in // thin + num_draws  # burn-in runs as draws that are dropped
@@ -306,7 +306,8 @@ def start(problem: Problem, kernel: Kernel, positions: PyTree, settings: Setting
 
 
 def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
-           progress: bool | None = None, mesh: Mesh | None = None) -> Result:
+           progress: bool | None = None, mesh: Mesh | None = None,
+           like: PyTree = None) -> Result:
     """Continue the run saved in checkpoint ``path`` to its end and return its complete Result.
 
     The draws (and every per-draw statistic) are bitwise those of the same run made without
@@ -324,8 +325,14 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
     checkpoint returns its Result at once. ``mesh`` places the rest of the run on devices as
     in :func:`sample` (it need not be the mesh the run started on).
 
+    Positions made of dicts, lists and tuples are rebuilt from the checkpoint alone; other
+    pytrees (namedtuples, dataclasses, Equinox modules, Flax NNX states) need ``like``: any
+    pytree of one position's structure, e.g. the run's ``init`` (its leaves are not read;
+    leaves are matched by name, shapes and dtypes come from the checkpoint).
+
     Raises:
-        sgmc.CheckpointError: ``path`` is not a checkpoint, is truncated or corrupted (the
+        sgmc.CheckpointError: ``path`` is not a checkpoint, holds positions that need
+            ``like`` (or ``like`` does not fit them), is truncated or corrupted (the
             previous checkpoint ``PATH.prev`` is named if it is intact), or was written for
             a different problem or sampler (also a same-named model function with another
             body: the message shows the stored and the found energy or gradient); or its
@@ -349,7 +356,7 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
     settings = Settings(**dict(header["settings"], checkpoint=path))
     if mesh is not None:
         check_mesh(mesh, settings.num_chains, sampler, problem)
-    positions = position_template(header["positions"])
+    positions = position_template(header["positions"], like, path)
     init_keys, _ = chain_keys(settings)
     template = jax.eval_shape(init_chains, problem, sampler, positions, init_keys)
     template = (template, Counters.template(settings.num_chains))
