@@ -175,7 +175,8 @@ def test_storage_arguments_are_checked_before_compiling(tmp_path):
 
 def test_checkpoints_of_pytree_positions(tmp_path):
     """Dict positions round-trip; namedtuples (their class cannot be restored without
-    running code) are refused up front."""
+    running code) resume given ``like=`` a template of their structure, and say so
+    without it."""
     from collections import namedtuple
 
     X, y, _ = sgmc.models.synthetic_linear_data(200, 2, seed=1)
@@ -199,9 +200,14 @@ def test_checkpoints_of_pytree_positions(tmp_path):
     for k in ("w", "b"):
         np.testing.assert_array_equal(out.samples[k], ref.samples[k])
     Point = namedtuple("Point", "w b")
-    with pytest.raises(TypeError, match="namedtuples"):
-        sgmc.sample(post, s, Point(jnp.zeros(2), jnp.zeros(())), num_steps=10,
-                    checkpoint=tmp_path / "d")
+    point = Point(jnp.zeros(2), jnp.zeros(()))
+    ref = sgmc.sample(post, s, point, **run)
+    sgmc.sample(post, s, point, **run, checkpoint=tmp_path / "d", checkpoint_every=100)
+    with pytest.raises(checkpoint.CheckpointError, match=r"namedtuple.*pass like=init"):
+        sgmc.resume(tmp_path / "d.prev", post, s)
+    out = sgmc.resume(tmp_path / "d.prev", post, s, like=point)
+    assert isinstance(out.samples, Point)
+    np.testing.assert_array_equal(out.samples.w, ref.samples.w)
 
 
 def test_replica_exchange_run_resumes_bitwise(tmp_path):
