@@ -213,7 +213,7 @@ def test_checkpoint_positions_rebuilt_from_a_template(case):
 
     _, init, _, _, names = case
     positions = jax.tree.map(lambda x: jnp.stack([x, x + 1]), init)
-    spec = position_spec(positions, any_pytree=True)
+    spec = position_spec(positions)
     assert sorted(spec["names"]) == sorted(names)
     with pytest.raises(sgmc.CheckpointError, match="pass like=init"):
         position_template(spec)

@@ -260,7 +260,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
     if mesh is not None:
         check_mesh(mesh, num_chains, sampler, problem)
     preflight.preflight(problem, sampler, positions, num_steps)
-    spec = position_spec(positions, any_pytree=True) if checkpoint else None
+    spec = position_spec(positions) if checkpoint else None
 
     num_draws = (num_steps - burn_in) // thin
     total_draws = burn_in // thin + num_draws  # burn-in runs as draws that are dropped

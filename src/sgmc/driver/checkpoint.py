@@ -46,14 +46,13 @@ class Settings(NamedTuple):
         return (self.num_steps - self.burn_in) // self.thin
 
 
-def position_spec(positions: PyTree, any_pytree: bool = False) -> dict:
+def position_spec(positions: PyTree) -> dict:
     """The chain-stacked positions' structure, shapes and dtypes (JSON), for checkpoints,
     with every leaf's name (its path, in JAX's leaf order).
 
     Positions of dicts, lists and tuples are rebuilt from this alone
     (:func:`position_template`); other pytrees (namedtuples, dataclasses, Equinox modules,
-    Flax NNX states) only from a template of their structure. ``any_pytree=False`` refuses
-    those with a TypeError (for a caller that has no template to give on resume)."""
+    Flax NNX states) only from a template of their structure (``rebuilt`` is False)."""
     names: list[str] = []
     spec, order = tree_spec(positions, names)
     jax_names = [""] * len(order)
@@ -62,18 +61,7 @@ def position_spec(positions: PyTree, any_pytree: bool = False) -> dict:
     leaves = jax.tree.leaves(positions)
     out = {"spec": spec, "order": order, "shapes": [list(x.shape) for x in leaves],
            "dtypes": [str(x.dtype) for x in leaves], "names": jax_names}
-    rebuilt = jax.tree.structure(_rebuilt(out)) == jax.tree.structure(positions)
-    out["rebuilt"] = rebuilt
-    if not rebuilt and not any_pytree:
-        kinds = sorted(_node_types(spec))
-        raise TypeError(
-            "checkpoint= needs positions made of arrays in dicts, lists and tuples (not "
-            "namedtuples, dataclasses, Equinox modules or Flax NNX states: sgmc.resume "
-            "rebuilds the positions from the checkpoint alone, which runs no code); these "
-            f"hold {', '.join(kinds) or 'namedtuples'}. Sample a dict of the leaves named "
-            "by their paths and rebuild your structure inside the model "
-            "(docs/neural-networks.md, 'Checkpoints'); stream_to=, Result.save and "
-            "Result.load(path, like=init) work with any pytree")
+    out["rebuilt"] = jax.tree.structure(_rebuilt(out)) == jax.tree.structure(positions)
     return out
 
 
