@@ -61,12 +61,22 @@ def mixture_weights(y, subsample_size=None):
                                                    dist.Normal(mu, 1.0)), obs=yb)
 
 
+def grouped_scales(y, subsample_size=None):
+    """A latent site inside another plate: its log-Jacobian must count once per element."""
+    with numpyro.plate("groups", y.shape[1]):
+        s = numpyro.sample("s", dist.HalfNormal(1.0))
+    with numpyro.plate("data", y.shape[0], subsample_size=subsample_size):
+        numpyro.sample("y", dist.Normal(0.0, s).to_event(1),
+                       obs=numpyro.subsample(y, event_dim=1))
+
+
 SCHOOLS = (np.array([15, 10, 16, 11, 9, 11, 10, 18], np.float32),
            np.array([28, 8, -3, 7, -1, 1, 18, 12], np.float32))
 MODELS = {
     "regression": (regression, (X, Y)),
     "schools": (schools, SCHOOLS),
     "mixture": (mixture_weights, (RNG.normal(size=25).astype(np.float32),)),
+    "grouped": (grouped_scales, (RNG.normal(size=(10, 3)).astype(np.float32),)),
 }
 
 

@@ -171,6 +171,7 @@ class NumPyroPosterior(Problem):
         ``_NAME_log_det``), at θ (as given), or (``seed``) at random points of their
         supports."""
         numpyro, handlers = _numpyro()
+        from numpyro.distributions.util import sum_rightmost
         from numpyro.infer.initialization import init_to_uniform
 
         biject_to = numpyro_distributions().transforms.biject_to
@@ -187,8 +188,13 @@ class NumPyroPosterior(Problem):
             if z is not None and msg["name"] in z:
                 t = biject_to(msg["fn"].support)
                 value = t(z[msg["name"]])
-                numpyro.factor(f"_{msg['name']}_log_det",
-                               jnp.sum(t.log_abs_det_jacobian(z[msg["name"]], value)))
+                log_det = t.log_abs_det_jacobian(z[msg["name"]], value)
+                # Summed over the event dimensions only: the factor keeps the site's batch
+                # shape, so a plate around the site (which broadcasts the factor to it)
+                # counts each element's log-Jacobian once.
+                log_det = sum_rightmost(log_det, jnp.ndim(log_det) - jnp.ndim(value)
+                                        + len(msg["fn"].event_shape))
+                numpyro.factor(f"_{msg['name']}_log_det", log_det)
                 return value
             if seed and not msg["fn"].support.is_discrete:
                 # A point of the support (uniform in (−2, 2) on the unconstrained scale, as
