@@ -8,7 +8,17 @@ A sampler is a composition problem × estimator × dynamics × coupling (docs/ar
 ...                   init=jnp.zeros(5), num_steps=10_000, num_chains=4)  # doctest: +SKIP
 """
 
-from . import coupling, datasets, diagnostics, metrics, models, objectives, plots, schedules
+from . import (
+    coupling,
+    curvature,
+    datasets,
+    diagnostics,
+    metrics,
+    models,
+    objectives,
+    plots,
+    schedules,
+)
 from .constraints import Constraints
 from .coupling import cv_energy, exact_energy, geometric_ladder, minibatch_energy, replica_exchange
 from .driver import resume, sample
@@ -26,8 +36,8 @@ __version__ = "0.1.0"
 __all__ = ["CheckpointError", "Constraints", "DataError", "DivergenceError", "Interrupted",
            "NumPyroPosterior", "Objective",
            "OptimizeResult", "Posterior", "Result", "StorageError", "Stream", "control_variate",
-           "coupling", "cv_energy", "datasets", "diagnostics", "ewsg", "exact_energy", "gd",
-           "gd_x_ld", "geometric_ladder", "ld",
+           "coupling", "curvature", "cv_energy", "datasets", "diagnostics", "ewsg",
+           "exact_energy", "gd", "gd_x_ld", "geometric_ladder", "ld",
            "metrics", "minibatch_energy", "minimize", "models", "objectives", "plots", "psgld",
            "replica_exchange", "resume", "saga", "sample", "schedules", "sgd", "sgd_x_sgld",
            "sghmc", "sgld", "sgld_opt", "svrg", "uniform"]
