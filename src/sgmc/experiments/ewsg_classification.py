@@ -535,23 +535,29 @@ def cnn_claims(rows: dict, correct: dict, loglik: dict, passes: float, n: int, q
         "(the paper: 100 samples); SE over test images only",
         "the paper's Fig. 3 text says 'training accuracy'; test accuracy is measured here",
         "no CP-SGHMC baseline"]
-    over = f"{num_test} test images (paired)"
     final = {k: r["accuracy"][0] for k, r in rows.items()}
+    measured = {k: {"value": r["accuracy"][0], "se": r["accuracy"][1],
+                    "log_likelihood": r["log_likelihood"][0],
+                    "log_likelihood_se": r["log_likelihood"][1]} for k, r in rows.items()}
+    return _ewsg_claims(correct, final, num_test, "CNN: {}: test accuracy of the model "
+                        "average (Fig. 3b)", measured,
+                        "Fig. 3b (CNN, 200 passes): EWSG's curve above SGHMC, CP-SGHMC, SGLD "
+                        "and pSGLD", deviations)
+
+
+def _ewsg_claims(correct: dict, final: dict, num_test: int, title: str, measured: dict,
+                 paper: str, deviations: list) -> list[V.Claim]:
+    """The two claims of Fig. 3 (EWSG over SGHMC; over the better of SGLD and pSGLD), each
+    the paired per-test-image difference of correct predictions."""
     best = max(("SGLD", "pSGLD"), key=final.get)
     claims = []
     for rival, text in (("SGHMC", "EWSG improves on SGHMC (its uniform counterpart)"),
                         (best, "EWSG outperforms SGLD and pSGLD")):
         effect, se = V.paired(correct["EWSG"], correct[rival])
         claims.append(V.judge(
-            f"CNN: {text}: test accuracy of the model average (Fig. 3b)", effect, se,
-            se_over=over, effect_text=f"accuracy(EWSG) − accuracy({rival})",
-            measured={k: {"value": r["accuracy"][0], "se": r["accuracy"][1],
-                          "log_likelihood": r["log_likelihood"][0],
-                          "log_likelihood_se": r["log_likelihood"][1]}
-                      for k, r in rows.items()},
-            paper="Fig. 3b (CNN, 200 passes): EWSG's curve above SGHMC, CP-SGHMC, SGLD and "
-                  "pSGLD",
-            deviations=deviations, in_regime=False))
+            title.format(text), effect, se, se_over=f"{num_test} test images (paired)",
+            effect_text=f"accuracy(EWSG) − accuracy({rival})", measured=measured,
+            paper=paper, deviations=deviations, in_regime=False))
     return claims
 
 
@@ -627,20 +633,11 @@ def mnist_claims(final: dict, correct: dict, passes: float, quick: bool,
         "EWSG with b = 100 uses the batch grouping (the minibatch as one term of V)",
         "SE over test images only (one seed): run-to-run variation is not included",
         "no CP-SGHMC baseline (the CNN is judged in its own rows, 'CNN: ...')"]
-    over = f"{num_test} test images (paired)"
-    others = {k: final[k] for k in ("SGLD", "pSGLD")}
-    best = max(others, key=others.get)
-    claims = []
-    for rival, text in (("SGHMC", "EWSG improves on SGHMC (its uniform counterpart)"),
-                        (best, "EWSG outperforms SGLD and pSGLD")):
-        effect, se = V.paired(correct["EWSG"], correct[rival])
-        claims.append(V.judge(
-            f"{text}: test accuracy of the model average (Fig. 3a)", effect, se,
-            se_over=over, effect_text=f"accuracy(EWSG) − accuracy({rival})",
-            measured={k: {"value": v, "se": V.mean_se(correct[k])[1]} for k, v in final.items()},
-            paper="Fig. 3a (200 passes): EWSG's curve above SGHMC, CP-SGHMC, SGLD and pSGLD",
-            deviations=deviations, in_regime=False))
-    return claims
+    measured = {k: {"value": v, "se": V.mean_se(correct[k])[1]} for k, v in final.items()}
+    return _ewsg_claims(correct, final, num_test,
+                        "{}: test accuracy of the model average (Fig. 3a)", measured,
+                        "Fig. 3a (200 passes): EWSG's curve above SGHMC, CP-SGHMC, SGLD and "
+                        "pSGLD", deviations)
 
 
 def _curve_figure(curves: dict, path: str) -> None:
