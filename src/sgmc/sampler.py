@@ -20,10 +20,15 @@ from . import _validate as check
 from ._pytree import pytree_dataclass, static
 from .dynamics import INIT_MOMENTA, INTEGRATORS, PSGLD, Langevin, StepParams, Underdamped
 from .estimators import Batcher, Estimator, Uniform, uniform
+from .preconditioners import Identity, Preconditioner
 from .rng import Rng, as_rng
 from .schedules import Schedule, as_schedule
 
-__all__ = ["Sampler", "SamplerState", "check_stability", "psgld", "sghmc", "sgld"]
+__all__ = ["DEFAULT_FRICTION", "Sampler", "SamplerState", "check_stability", "psgld", "sghmc",
+           "sgld"]
+
+#: SGHMC's friction D when a step size is given and the friction is not.
+DEFAULT_FRICTION = 10.0
 
 PyTree = Any
 
@@ -45,7 +50,7 @@ class Sampler:
 
     dynamics: Any
     estimator: Any
-    step_size: Schedule
+    step_size: Schedule | None  # None: unset, to be chosen by sgmc.warmup
     temperature: Any
     batch_size: int | None = static(None)
     name: str = static("sampler")
@@ -98,9 +103,24 @@ class Sampler:
         dyn, n_evals = self.transition(problem, state.dyn, batch, r_step, self.params(t))
         return SamplerState(dyn, batch_state), {"grad_evals": n_evals}
 
+    @property
+    def unset(self) -> tuple[str, ...]:
+        """The hyper-parameters left for :func:`sgmc.warmup` to choose (``step_size``,
+        ``friction``); empty for a sampler ready to run."""
+        names = () if self.step_size is not None else ("step_size",)
+        if getattr(self.dynamics, "friction", 0.0) is None:
+            names += ("friction",)
+        return names
+
     def check(self, problem, position: PyTree, num_chains: int = 1) -> None:
-        """Validate against a problem and one position, before compiling: batch size within
-        [1, N], and the estimator's own checks (e.g. SAGA's table memory)."""
+        """Validate against a problem and one position, before compiling: hyper-parameters
+        set, batch size within [1, N], and the estimator's own checks (e.g. SAGA's table
+        memory)."""
+        if self.unset:
+            raise ValueError(f"{' and '.join(self.unset)} unset: pass "
+                             f"{'=..., '.join(self.unset)}=... to sgmc.{self.name.split('-')[0]}"
+                             "(...), or let sgmc.warmup(problem, sampler, init) choose "
+                             f"{'them' if len(self.unset) > 1 else 'it'}")
         if self.batch_size is not None:
             if not problem.has_data:
                 raise ValueError("batch_size must be None for a problem without data "
@@ -118,7 +138,7 @@ class Sampler:
 
 
 def _common(step_size, batch_size, temperature, estimator):
-    schedule = as_schedule(step_size)
+    schedule = None if step_size is None else as_schedule(step_size)
     if batch_size is not None:
         batch_size = check.integer("batch_size", batch_size, lo=1)
     tau = check.nonnegative("temperature", temperature)
@@ -133,63 +153,91 @@ def _common(step_size, batch_size, temperature, estimator):
     return schedule, batch_size, tau, estimator.with_batch_size(batch_size)
 
 
-def sgld(step_size: float | Schedule, batch_size: int | None = None, temperature: float = 1.0,
-         estimator: Estimator | None = None) -> Sampler:
+def _preconditioner(preconditioner) -> Preconditioner:
+    if preconditioner is None:
+        return Identity()
+    if not isinstance(preconditioner, Preconditioner):
+        raise TypeError("preconditioner must be None or an sgmc.preconditioners object (e.g. "
+                        "sgmc.preconditioners.diagonal(variances)), got "
+                        f"{type(preconditioner).__name__}")
+    return preconditioner
+
+
+def sgld(step_size: float | Schedule | None = None, batch_size: int | None = None,
+         temperature: float = 1.0, estimator: Estimator | None = None,
+         preconditioner: Preconditioner | None = None) -> Sampler:
     """Stochastic-gradient Langevin dynamics (Welling & Teh 2011, eq. 4).
 
-        θ_{k+1} = θ_k − h_k ∇̃U(θ_k) + sqrt(2 h_k τ) ξ_k
+        θ_{k+1} = θ_k − h_k P ∇̃U(θ_k) + sqrt(2 h_k τ) L ξ_k,    P = L Lᵀ
+
+    (P = I, the plain SGLD, unless a preconditioner is given; Girolami & Calderhead 2011,
+    eq. 9 with a constant metric).
 
     Args:
-        step_size: h > 0, a float or a schedule from :mod:`sgmc.schedules`.
+        step_size: h > 0, a float or a schedule from :mod:`sgmc.schedules`; None leaves it
+            for :func:`sgmc.warmup` to choose.
         batch_size: minibatch size n ∈ [1, N]; ``None`` uses the full data (exact gradient).
         temperature: τ ≥ 0; τ = 0 is (stochastic) gradient descent.
         estimator: gradient estimator, default :func:`sgmc.uniform`.
+        preconditioner: a constant P from :mod:`sgmc.preconditioners` (default identity).
     """
     schedule, batch_size, tau, estimator = _common(step_size, batch_size, temperature, estimator)
-    return Sampler(Langevin(), estimator, schedule, tau, batch_size, "sgld")
+    return Sampler(Langevin(_preconditioner(preconditioner)), estimator, schedule, tau,
+                   batch_size, "sgld")
 
 
-def sghmc(step_size: float | Schedule, friction: float = 10.0, batch_size: int | None = None,
-          temperature: float = 1.0, estimator: Estimator | None = None,
-          integrator: str = "euler", init_momentum: str = "random") -> Sampler:
-    """Stochastic-gradient Hamiltonian Monte Carlo (Chen et al. 2014), unit mass.
+def sghmc(step_size: float | Schedule | None = None, friction: float | None = None,
+          batch_size: int | None = None, temperature: float = 1.0,
+          estimator: Estimator | None = None, integrator: str = "euler",
+          init_momentum: str = "random",
+          preconditioner: Preconditioner | None = None) -> Sampler:
+    """Stochastic-gradient Hamiltonian Monte Carlo (Chen et al. 2014), mass matrix P⁻¹
+    (unit mass unless a preconditioner P = L Lᵀ is given; the state then holds the whitened
+    momentum q = Lᵀp, see :mod:`sgmc.dynamics.underdamped`).
 
     ``integrator="euler"`` (SVRG-HMC paper eq. 1–2, needs friction·h < 1):
 
-        p_{k+1} = (1 − D h) p_k − h ∇̃U(θ_k) + sqrt(2 D h τ) ξ_k,   θ_{k+1} = θ_k + h p_{k+1}
+        q_{k+1} = (1 − D h) q_k − h Lᵀ∇̃U(θ_k) + sqrt(2 D h τ) ξ_k,   θ_{k+1} = θ_k + h L q_{k+1}
 
     ``integrator="explicit"``: explicit Euler–Maruyama (EWSG paper eq. 3), the same momentum
-    update with θ_{k+1} = θ_k + h p_k (the old momentum; also needs friction·h < 1).
+    update with θ_{k+1} = θ_k + h L q_k (the old momentum; also needs friction·h < 1).
 
     ``integrator="splitting"``: the second-order symmetric splitting of eq. (12)–(16), with
-    the gradient taken at the half step θ_k + (h/2) p_k (see :mod:`sgmc.dynamics.underdamped`).
+    the gradient taken at the half step θ_k + (h/2) L q_k (see :mod:`sgmc.dynamics.underdamped`).
 
     Args:
-        step_size: h > 0, a float or a schedule.
-        friction: D > 0.
+        step_size: h > 0, a float or a schedule; None leaves it for :func:`sgmc.warmup`.
+        friction: D > 0; None: chosen by :func:`sgmc.warmup` when the step size is unset too,
+            else ``DEFAULT_FRICTION`` (10).
         batch_size: minibatch size n ∈ [1, N]; ``None`` uses the full data.
         temperature: τ ≥ 0; τ = 0 is heavy-ball (momentum) descent.
         estimator: gradient estimator, default :func:`sgmc.uniform`.
         integrator: ``"euler"``, ``"explicit"`` or ``"splitting"``.
-        init_momentum: ``"random"`` draws p₀ from its stationary law N(0, τ I); ``"zero"``
-            starts from p₀ = 0 (the SVRG-HMC paper's Algorithms 1–4).
+        init_momentum: ``"random"`` draws q₀ from its stationary law N(0, τ I); ``"zero"``
+            starts from q₀ = 0 (the SVRG-HMC paper's Algorithms 1–4).
+        preconditioner: a constant P = M⁻¹ from :mod:`sgmc.preconditioners` (default identity).
     """
     schedule, batch_size, tau, estimator = _common(step_size, batch_size, temperature, estimator)
-    fr = check.positive("friction", friction)
+    if friction is None and schedule is not None:
+        friction = DEFAULT_FRICTION
+    fr = None if friction is None else check.positive("friction", friction)
     check.choice("integrator", integrator, INTEGRATORS)
     check.choice("init_momentum", init_momentum, INIT_MOMENTA)
-    dynamics = Underdamped(fr, integrator, init_momentum)
+    dynamics = Underdamped(fr, integrator, init_momentum, _preconditioner(preconditioner))
     check_stability(dynamics, schedule)
     name = "sghmc" if integrator == "euler" else f"sghmc-{integrator}"
     return Sampler(dynamics, estimator, schedule, tau, batch_size, name)
 
 
-def check_stability(dynamics: Any, step_size: Schedule, name: str = "step_size") -> None:
+def check_stability(dynamics: Any, step_size: Schedule | None, name: str = "step_size") -> None:
     """Raise ValueError if ``step_size`` (its largest value) is too large for ``dynamics``:
     SGHMC's Euler and explicit Euler integrators need friction · h < 1 (else the momentum
-    does not contract). Other dynamics have no such bound. ``name`` is the argument's."""
+    does not contract). Other dynamics have no such bound; nothing is checked while the
+    step size or friction is unset. ``name`` is the argument's."""
     if not isinstance(dynamics, Underdamped) or dynamics.integrator not in ("euler",
                                                                             "explicit"):
+        return
+    if step_size is None or dynamics.friction is None:
         return
     fr, h = float(dynamics.friction), step_size.max_value()
     if fr * h >= 1.0:
@@ -199,8 +247,8 @@ def check_stability(dynamics: Any, step_size: Schedule, name: str = "step_size")
                          "one, or use integrator='splitting'")
 
 
-def psgld(step_size: float | Schedule, batch_size: int | None = None, temperature: float = 1.0,
-          alpha: float = 0.99, eps: float = 1e-5, estimator: Estimator | None = None) -> Sampler:
+def psgld(step_size: float | Schedule | None = None, batch_size: int | None = None,
+          temperature: float = 1.0, alpha: float = 0.99, eps: float = 1e-5, estimator: Estimator | None = None) -> Sampler:
     """Preconditioned SGLD with an RMSprop preconditioner (Li et al. 2016).
 
         V ← α V + (1 − α) ḡ², G = 1/(λ + √V),  θ ← θ − h G ∇̃U + sqrt(2 h τ G) ξ
@@ -208,7 +256,7 @@ def psgld(step_size: float | Schedule, batch_size: int | None = None, temperatur
     with ḡ = ∇̃U/N; the Γ correction is dropped (see :mod:`sgmc.dynamics.psgld`).
 
     Args:
-        step_size: h > 0, a float or a schedule.
+        step_size: h > 0, a float or a schedule; None leaves it for :func:`sgmc.warmup`.
         batch_size: minibatch size n ∈ [1, N]; ``None`` uses the full data.
         temperature: τ ≥ 0.
         alpha: RMSprop decay α ∈ [0, 1).

@@ -2,7 +2,14 @@
 
 Euler–Maruyama discretisation of dθ = −∇U dt + sqrt(2τ) dW (Welling & Teh 2011, eq. 4):
 
-    θ_{k+1} = θ_k − h ∇̃U(θ_k) + sqrt(2 h τ) ξ_k,    ξ_k ~ N(0, I).
+    θ_{k+1} = θ_k − h ∇̃U(θ_k) + sqrt(2 h τ) ξ_k,    ξ_k ~ N(0, I),
+
+and with a preconditioner P = L Lᵀ (:mod:`sgmc.preconditioners`; Girolami & Calderhead 2011,
+eq. 9 with a constant metric)
+
+    θ_{k+1} = θ_k − h P ∇̃U(θ_k) + sqrt(2 h τ) L ξ_k,
+
+the plain step in the whitened coordinates z = L⁻¹θ, whose kick EWSG weighs.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import jax.numpy as jnp
 
 from .._pytree import pytree_dataclass
 from ..estimators.base import Context
+from ..preconditioners import Identity
 from ..rng import as_rng
 
 __all__ = ["Langevin", "LangevinState"]
@@ -26,7 +34,9 @@ class LangevinState(NamedTuple):
 
 @pytree_dataclass
 class Langevin:
-    """Overdamped Langevin (SGLD) dynamics."""
+    """Overdamped Langevin (SGLD) dynamics with a constant ``preconditioner`` P."""
+
+    preconditioner: Any = Identity()
 
     def init(self, problem, estimator, position, key, params):
         return LangevinState(position, estimator.init(problem, position, key))
@@ -35,11 +45,13 @@ class Langevin:
         r_est, r_noise = as_rng(rng).split()
         h, tau = params.step_size, params.temperature
         scale = jnp.sqrt(2.0 * h * tau)
+        pre = self.preconditioner
+        # The kicked variable is z = L⁻¹θ (θ itself without a preconditioner).
         ctx = Context(t=params.t, step_size=h, temperature=tau, noise_scale=scale,
-                      drift=state.position)
+                      drift=pre.unscale(state.position), preconditioner=pre)
         grad, est, n_evals = estimator.estimate(problem, state.est, state.position, batch,
                                                 r_est, ctx)
-        noise = r_noise.normal_like(state.position)
+        noise = pre.scale(r_noise.normal_like(state.position))
         position = jax.tree.map(lambda x, g, z: x - h * g + scale * z,
-                                state.position, grad, noise)
+                                state.position, pre.precondition(grad), noise)
         return LangevinState(position, est), n_evals

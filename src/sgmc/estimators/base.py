@@ -43,7 +43,10 @@ class Context(NamedTuple):
     * ``drift``: v before the kick, gradient and noise left out (θ_k; (1 − Dh) r_k for the
       Euler forms; e^{−Dh/2} p_k for the splitting);
     * ``offset``: v' − drift under the reading "state unchanged" (None for 0, overdamped;
-      Dh r_k for the Euler forms; (e^{Dh/2} − e^{−Dh/2}) p_k for the splitting).
+      Dh r_k for the Euler forms; (e^{Dh/2} − e^{−Dh/2}) p_k for the splitting);
+    * ``preconditioner``: P = L Lᵀ (:mod:`sgmc.preconditioners`; None: the identity). With
+      it the kick acts on whitened coordinates (v = L⁻¹θ, or the whitened momentum Lᵀp) and
+      the gradient enters it as Lᵀ∇̃U: drift and offset are given in those coordinates.
     """
 
     t: jax.Array
@@ -52,6 +55,7 @@ class Context(NamedTuple):
     noise_scale: jax.Array | None = None
     drift: PyTree | None = None
     offset: PyTree | None = None
+    preconditioner: Any = None
 
 
 @runtime_checkable

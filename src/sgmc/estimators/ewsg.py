@@ -34,6 +34,11 @@ Other choices of x compared in the paper: ``"zero"`` (x = 0), ``"one"`` (x = 1 i
 coordinate) and ``"next_zero"`` (r_{k+1} = 0: x = −(1 − hγ) r_k/(σ√h); for overdamped
 dynamics θ_{k+1} = 0). A temperature τ > 0 is required (σ = 0 makes the weights singular).
 
+With a preconditioner P = L Lᵀ (:mod:`sgmc.preconditioners`) the kick is isotropic in the
+whitened coordinates (z = L⁻¹θ; the momentum q = Lᵀp), where the gradient enters as Lᵀ∇: the
+same weights with a_i = c Lᵀ∇L_i and the prior term h Lᵀ∇U₀/σ√h, i.e. the norms above taken
+in the kick noise's covariance.
+
 Minibatches (b > 1), ``grouping="batch"`` (the default): the minibatch is one term of
 V = Σ_B V_B — the paper's "n/b minibatches" reading (Sec. 5.1: "the number of minibatches n/b")
 — so one chain over minibatches (b fresh uniform indices proposed and accepted together) with
@@ -128,6 +133,8 @@ class EWSG(Estimator):
             base = jax.tree.map(lambda v: -v / scale, ctx.drift)
         else:  # "zero", or the default with a zero offset (overdamped: θ unchanged)
             base = None
+        if ctx.preconditioner is not None:  # the kick's coordinates: Lᵀ∇U₀
+            g0 = ctx.preconditioner.scale_t(g0)
         prior = jax.tree.map(lambda g: h * g / scale, g0)
         x = prior if base is None else jax.tree.map(jnp.add, prior, base)
         return x, h * problem.data_weight / scale
@@ -166,8 +173,16 @@ class EWSG(Estimator):
                                 problem.chunk_grads(control.anchor, chunk),
                                 control.anchor_grad)
 
+        pre = ctx.preconditioner
+        if pre is not None and pre.kind != "identity":
+            # The kick is isotropic in whitened coordinates: the gradient enters it as Lᵀ∇.
+            whiten = jax.vmap(pre.scale_t)
+        else:
+            whiten = lambda g: g  # noqa: E731
+
         def energy(g):  # ‖x + N a_i‖²/2 per slot, or ‖x + (N/b) Σ_B a_i‖²/2 for the batch
-            return 0.5 * _sq_norm(jax.tree.map(lambda xi, gi: xi + n_data * c * gi, x, g))
+            return 0.5 * _sq_norm(jax.tree.map(lambda xi, gi: xi + n_data * c * gi, x,
+                                               whiten(g)))
 
         start = state.idx if self.persistent else batch
         key = as_rng(rng).key()  # the index chain's draws are made inside its loop

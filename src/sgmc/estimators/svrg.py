@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate as check
-from .._pytree import pytree_dataclass, static
+from .._pytree import pytree_dataclass, replace, static
 from .._tree import zeros_like
 from .base import SAMPLING_SCHEMES, Estimator
 
@@ -44,6 +44,18 @@ class SVRG(Estimator):
     centre: Any = None
     period: int | None = static(None)
     sampling: str = static("replacement")
+    batch_size: int | None = static(None)
+
+    def with_batch_size(self, batch_size: int | None) -> SVRG:
+        return replace(self, batch_size=batch_size)
+
+    def period_for(self, problem) -> int | None:
+        """Steps between snapshots: ``period``, else (no fixed centre) one epoch ⌈N/n⌉, the
+        papers' K = N/n; None for a fixed centre (one snapshot, at step 0)."""
+        if self.period is not None or self.centre is not None:
+            return self.period
+        n = self.batch_size or problem.data_rows
+        return max(1, -(-problem.data_rows // n))
 
     def check(self, problem, position, num_chains: int) -> None:
         """A fixed centre must be shaped like the position (before compiling)."""
@@ -60,10 +72,11 @@ class SVRG(Estimator):
     def init(self, problem, position, key):
         return SVRGState(position, zeros_like(position))  # filled by the snapshot at t = 0
 
-    def _snapshot_due(self, t):
-        if self.period is None:
+    def _snapshot_due(self, problem, t):
+        period = self.period_for(problem)
+        if period is None:
             return t == 0
-        return t % self.period == 0
+        return t % period == 0
 
     def estimate(self, problem, state, point, batch, rng, ctx):
         if batch is None:
@@ -85,19 +98,21 @@ class SVRG(Estimator):
             anchor = point if self.centre is None else self.centre
             return SVRGState(anchor, problem.full_data_sum(problem.chunk_grad_sum, anchor))
 
-        due = self._snapshot_due(t)
+        due = self._snapshot_due(problem, t)
         return jax.lax.cond(due, snapshot, lambda: state), jnp.where(due, problem.num_data, 0)
 
 
-def svrg(period: int, sampling: str = "replacement") -> SVRG:
+def svrg(period: int | None = None, sampling: str = "replacement") -> SVRG:
     """SVRG gradient estimator with a snapshot (anchor and full gradient) every ``period``
-    steps; the papers use period = N / batch_size.
+    steps; the papers use period = N / batch_size, the default.
 
     Args:
-        period: K ≥ 1, steps between snapshots.
+        period: K ≥ 1, steps between snapshots; None: one epoch, ⌈N / batch_size⌉ (one
+            snapshot per data pass of minibatches: at most twice the uniform estimator's
+            per-example gradients).
         sampling: minibatch scheme, ``"replacement"`` or ``"permutation"``.
     """
-    return SVRG(None, check.integer("period", period, lo=1),
+    return SVRG(None, None if period is None else check.integer("period", period, lo=1),
                 check.choice("sampling", sampling, SAMPLING_SCHEMES))
 
 
