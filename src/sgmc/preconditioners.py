@@ -216,8 +216,8 @@ def low_rank(variances: Any, basis: Any, eigenvalues: Any) -> LowRank:
 
 
 def from_draws(draws: PyTree, kind: str = "dense", rank: int = 10) -> Preconditioner:
-    """A preconditioner from warm-up draws (leading axis: draws; a chain axis too is
-    flattened), regularised towards a small multiple of the identity as Stan's windowed
+    """A preconditioner from warm-up draws (a pytree with a leading draw axis; merge any
+    chain axis into it first), regularised towards a small multiple of the identity as Stan's windowed
     adaptation does: Σ̂ ← n/(n + 5) Σ̂ + 10⁻³ · 5/(n + 5) I (Stan Reference Manual, "HMC
     algorithm parameters"). ``kind``: ``"diagonal"``, ``"dense"`` or ``"low_rank"`` (the
     diagonal corrected along the ``rank`` leading directions of the diagonally scaled
@@ -226,8 +226,7 @@ def from_draws(draws: PyTree, kind: str = "dense", rank: int = 10) -> Preconditi
     if not leaves:
         raise ValueError("draws must be a pytree of arrays with a leading draw axis")
     n = int(np.shape(leaves[0])[0])
-    flat = np.stack([np.asarray(ravel_pytree(jax.tree.map(lambda x: x[i], draws))[0],
-                                np.float64) for i in range(n)])
+    flat = np.asarray(jax.vmap(lambda row: ravel_pytree(row)[0])(draws), np.float64)
     flat = flat.reshape(n, -1)
     if n < 3:
         raise ValueError(f"from_draws needs at least 3 draws, got {n}")

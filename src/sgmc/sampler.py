@@ -248,7 +248,8 @@ def check_stability(dynamics: Any, step_size: Schedule | None, name: str = "step
 
 
 def psgld(step_size: float | Schedule | None = None, batch_size: int | None = None,
-          temperature: float = 1.0, alpha: float = 0.99, eps: float = 1e-5, estimator: Estimator | None = None) -> Sampler:
+          temperature: float = 1.0, alpha: float = 0.99, eps: float = 1e-5,
+          estimator: Estimator | None = None) -> Sampler:
     """Preconditioned SGLD with an RMSprop preconditioner (Li et al. 2016).
 
         V ← α V + (1 − α) ḡ², G = 1/(λ + √V),  θ ← θ − h G ∇̃U + sqrt(2 h τ G) ξ

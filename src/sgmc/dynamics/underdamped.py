@@ -52,6 +52,7 @@ from ..rng import as_rng
 __all__ = ["INIT_MOMENTA", "INTEGRATORS", "INTEGRATOR_STEPS", "Underdamped",
            "UnderdampedState", "euler_step", "explicit_step", "splitting_step"]
 
+IDENTITY = Identity()
 INTEGRATORS = ("euler", "explicit", "splitting")  # the keys of INTEGRATOR_STEPS
 INIT_MOMENTA = ("random", "zero")
 
@@ -96,7 +97,7 @@ def _kick_context(params, noise_scale, drift, offset, pre):
                    noise_scale=noise_scale, drift=drift, offset=offset, preconditioner=pre)
 
 
-def euler_step(problem, estimator, state, batch, rng, params, friction, pre=Identity(),
+def euler_step(problem, estimator, state, batch, rng, params, friction, pre=IDENTITY,
                explicit=False):
     """Semi-implicit Euler (SVRG-HMC paper eq. 1–2); with ``explicit=True`` explicit
     Euler–Maruyama (EWSG paper eq. 3): the same kick, the position moved with the old
@@ -117,13 +118,13 @@ def euler_step(problem, estimator, state, batch, rng, params, friction, pre=Iden
     return UnderdampedState(theta, p, est), n
 
 
-def explicit_step(problem, estimator, state, batch, rng, params, friction, pre=Identity()):
+def explicit_step(problem, estimator, state, batch, rng, params, friction, pre=IDENTITY):
     """Explicit Euler–Maruyama (EWSG paper eq. 3): see :func:`euler_step`."""
     return euler_step(problem, estimator, state, batch, rng, params, friction, pre,
                       explicit=True)
 
 
-def splitting_step(problem, estimator, state, batch, rng, params, friction, pre=Identity()):
+def splitting_step(problem, estimator, state, batch, rng, params, friction, pre=IDENTITY):
     """The symmetric splitting of eq. (12)–(16) (module docstring): half drift, half
     friction decay, kick with the gradient at the half-step point, decay, half drift."""
     r_est, r_noise = as_rng(rng).split()

@@ -178,7 +178,8 @@ class EWSG(Estimator):
             # The kick is isotropic in whitened coordinates: the gradient enters it as Lᵀ∇.
             whiten = jax.vmap(pre.scale_t)
         else:
-            whiten = lambda g: g  # noqa: E731
+            def whiten(g):
+                return g
 
         def energy(g):  # ‖x + N a_i‖²/2 per slot, or ‖x + (N/b) Σ_B a_i‖²/2 for the batch
             return 0.5 * _sq_norm(jax.tree.map(lambda xi, gi: xi + n_data * c * gi, x,
