@@ -17,7 +17,9 @@ from . import (
     models,
     objectives,
     plots,
+    preconditioners,
     schedules,
+    tuning,
 )
 from .constraints import Constraints
 from .coupling import cv_energy, exact_energy, geometric_ladder, minibatch_energy, replica_exchange
@@ -30,6 +32,7 @@ from .problem import Objective, Posterior
 from .result import Result
 from .sampler import psgld, sghmc, sgld
 from .streaming import Stream
+from .warmup import warmup
 
 __version__ = "0.1.0"
 
@@ -38,6 +41,7 @@ __all__ = ["CheckpointError", "Constraints", "DataError", "DivergenceError", "In
            "OptimizeResult", "Posterior", "Result", "StorageError", "Stream", "control_variate",
            "coupling", "curvature", "cv_energy", "datasets", "diagnostics", "ewsg",
            "exact_energy", "gd", "gd_x_ld", "geometric_ladder", "ld",
-           "metrics", "minibatch_energy", "minimize", "models", "objectives", "plots", "psgld",
+           "metrics", "minibatch_energy", "minimize", "models", "objectives", "plots", "preconditioners",
+           "psgld",
            "replica_exchange", "resume", "saga", "sample", "schedules", "sgd", "sgd_x_sgld",
-           "sghmc", "sgld", "sgld_opt", "svrg", "uniform"]
+           "sghmc", "sgld", "sgld_opt", "svrg", "tuning", "uniform", "warmup"]

@@ -25,7 +25,7 @@ from .problem import Problem
 
 PyTree = Any
 
-__all__ = ["diagonal", "extreme_eigenvalues", "hvp"]
+__all__ = ["diagonal", "extreme_eigenvalues", "hessian", "hvp", "lanczos"]
 
 
 def _check(problem: Any) -> None:
@@ -51,23 +51,20 @@ def _flat_hvp(problem: Problem, point: PyTree):
     return flat, matvec
 
 
-def extreme_eigenvalues(problem: Problem, point: PyTree, num_iters: int = 30,
-                        seed: int = 0) -> tuple[float, float]:
-    """(λ_min, λ_max) of ∇²U(θ) by ``num_iters`` steps of the Lanczos iteration (with full
-    reorthogonalisation, in float64 on the host: O(num_iters · d) memory). The extreme
-    Ritz values converge first: λ_max from below, λ_min from above, so ``num_iters`` ≥ d
-    gives them to rounding and fewer give inner bounds."""
-    _check(problem)
-    k = check.integer("num_iters", num_iters, lo=1)
+def lanczos(matvec: Any, dim: int, num_iters: int = 30,
+            seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Ritz values (ascending) and Ritz vectors (columns, d × k) of a symmetric operator
+    ``matvec`` (flat float vectors of size ``dim``) after k = min(``num_iters``, dim) steps of
+    the Lanczos iteration with full reorthogonalisation (twice, in float64 on the host:
+    O(k · d) memory). The extreme Ritz values converge first: the largest from below, the
+    smallest from above, so k ≥ d gives them to rounding and fewer give inner bounds."""
+    k = min(check.integer("num_iters", num_iters, lo=1), dim)
     seed = check.integer("seed", seed, lo=0, hi=2**32 - 1)
-    flat, matvec = _flat_hvp(problem, point)
-    d = flat.size
-    k = min(k, d)
-    q = np.random.default_rng(seed).standard_normal(d)
+    q = np.random.default_rng(seed).standard_normal(dim)
     basis = [q / np.linalg.norm(q)]
     alphas, betas = [], []
     for j in range(k):
-        w = np.asarray(matvec(jnp.asarray(basis[j])), np.float64)
+        w = np.asarray(matvec(jnp.asarray(basis[j], jnp.float32)), np.float64)
         alphas.append(float(basis[j] @ w))
         for _ in range(2):  # full reorthogonalisation, twice: the basis stays orthonormal
             for b in basis:
@@ -77,10 +74,30 @@ def extreme_eigenvalues(problem: Problem, point: PyTree, num_iters: int = 30,
             break
         betas.append(beta)
         basis.append(w / beta)
-    tri = np.diag(alphas) + np.diag(betas[:len(alphas) - 1], 1) + np.diag(
-        betas[:len(alphas) - 1], -1)
-    ritz = np.linalg.eigvalsh(tri)
+    m = len(alphas)
+    tri = np.diag(alphas) + np.diag(betas[:m - 1], 1) + np.diag(betas[:m - 1], -1)
+    ritz, vecs = np.linalg.eigh(tri)
+    return ritz, np.stack(basis[:m], axis=1) @ vecs
+
+
+def extreme_eigenvalues(problem: Problem, point: PyTree, num_iters: int = 30,
+                        seed: int = 0) -> tuple[float, float]:
+    """(λ_min, λ_max) of ∇²U(θ) by ``num_iters`` steps of :func:`lanczos` (λ_max converges
+    from below, λ_min from above; ``num_iters`` ≥ d gives them to rounding)."""
+    _check(problem)
+    flat, matvec = _flat_hvp(problem, point)
+    ritz, _ = lanczos(matvec, flat.size, num_iters, seed)
     return float(ritz[0]), float(ritz[-1])
+
+
+def hessian(problem: Problem, point: PyTree) -> np.ndarray:
+    """The full-data Hessian ∇²U(θ) as a dense d × d float64 array over the flattened
+    position (``ravel_pytree`` order), from d Hessian-vector products (small d only)."""
+    _check(problem)
+    flat, matvec = _flat_hvp(problem, point)
+    cols = jax.lax.map(matvec, jnp.eye(flat.size, dtype=flat.dtype))
+    h = np.asarray(cols, np.float64).T
+    return 0.5 * (h + h.T)
 
 
 def diagonal(problem: Problem, point: PyTree, num_probes: int = 16,
