@@ -41,7 +41,7 @@ __all__ = ["CheckpointError", "Constraints", "DataError", "DivergenceError", "In
            "OptimizeResult", "Posterior", "Result", "StorageError", "Stream", "control_variate",
            "coupling", "curvature", "cv_energy", "datasets", "diagnostics", "ewsg",
            "exact_energy", "gd", "gd_x_ld", "geometric_ladder", "ld",
-           "metrics", "minibatch_energy", "minimize", "models", "objectives", "plots", "preconditioners",
-           "psgld",
+           "metrics", "minibatch_energy", "minimize", "models", "objectives", "plots",
+           "preconditioners", "psgld",
            "replica_exchange", "resume", "saga", "sample", "schedules", "sgd", "sgd_x_sgld",
            "sghmc", "sgld", "sgld_opt", "svrg", "tuning", "uniform", "warmup"]

@@ -162,8 +162,10 @@ class LowRank(Preconditioner):
         return _flat(lambda f: self._middle(self.s * f, self.factor))(g)
 
     def unscale(self, x):
+        # L⁻¹ = (I + U diag(a) Uᵀ)⁻¹ S^{-1/2}, with
+        # (I + U diag(a) Uᵀ)⁻¹ = I + U diag(1/(1 + a) − 1) Uᵀ (orthonormal U)
         inv = 1.0 / (1.0 + self.factor) - 1.0
-        return _flat(lambda f: self._middle(f, inv) / self.s)(x)
+        return _flat(lambda f: self._middle(f / self.s, inv))(x)
 
 
 def identity() -> Identity:
@@ -217,8 +219,8 @@ def low_rank(variances: Any, basis: Any, eigenvalues: Any) -> LowRank:
 
 def from_draws(draws: PyTree, kind: str = "dense", rank: int = 10) -> Preconditioner:
     """A preconditioner from warm-up draws (a pytree with a leading draw axis; merge any
-    chain axis into it first), regularised towards a small multiple of the identity as Stan's windowed
-    adaptation does: Σ̂ ← n/(n + 5) Σ̂ + 10⁻³ · 5/(n + 5) I (Stan Reference Manual, "HMC
+    chain axis into it first), regularised towards a small multiple of the identity as Stan's
+    windowed adaptation does: Σ̂ ← n/(n + 5) Σ̂ + 10⁻³ · 5/(n + 5) I (Stan Reference Manual, "HMC
     algorithm parameters"). ``kind``: ``"diagonal"``, ``"dense"`` or ``"low_rank"`` (the
     diagonal corrected along the ``rank`` leading directions of the diagonally scaled
     covariance)."""

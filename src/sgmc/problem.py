@@ -167,8 +167,9 @@ class Problem:
         return params
 
     def check_support(self, params: PyTree, name: str = "init") -> None:
-        """Raise a ValueError naming the leaf if ``params`` (the model's scale) is outside
-        its support. Nothing to check unless the problem has constraints."""
+        """Raise a ValueError naming the leaf if ``params`` (the model's scale, one point
+        per chain on a leading axis) is outside its support. Nothing to check unless the
+        problem has constraints."""
 
     # -- streamed data (see sgmc.streaming), data split over devices (sgmc._mesh) --------
     stream: Any = None

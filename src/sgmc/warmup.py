@@ -230,9 +230,8 @@ def _preconditioner(kind, problem, z, hess, rank, probes, iters, seed, passes):
     if hess is not None:
         diag = np.diag(hess)
     else:
-        diag = np.asarray(ravel_pytree(curvature.diagonal(problem, z, probes, seed))[0],
-                          np.float64)
-        passes["curvature"] += 2 * probes
+        diag, cost = _fisher_diagonal(problem, z, probes, seed)
+        passes["curvature"] += cost
     top = max(np.abs(diag).max(), 1e-30)
     var = 1.0 / np.maximum(np.abs(diag), 1e-8 * top)
     if kind == "diagonal":
@@ -245,6 +244,31 @@ def _preconditioner(kind, problem, z, hess, rank, probes, iters, seed, passes):
     order = np.argsort(-np.abs(np.log(mu)))[:min(rank, len(mu))]
     basis, _ = np.linalg.qr(vecs[:, order])
     return precond.low_rank(var, basis, 1.0 / mu[order])
+
+
+def _fisher_diagonal(problem, z, probes, seed) -> tuple[np.ndarray, float]:
+    """diag(H) for large d, flat: the data term by the empirical Fisher w Σ_i (∇L_i)² (one
+    pass of per-example gradients; nonnegative, unlike a Hutchinson estimate of an indefinite
+    network Hessian, and the Hessian's expectation for a well-specified model), the exact term
+    (prior) by Hutchinson's estimate (no data). Batched likelihoods, which have no
+    per-example gradients, use Hutchinson's estimate of the whole Hessian."""
+    if not problem.has_data or getattr(problem, "batched", False):
+        diag = curvature.diagonal(problem, z, probes, seed)
+        return np.asarray(ravel_pytree(diag)[0], np.float64), 2.0 * probes
+
+    def squares(p, chunk):
+        return jax.tree.map(lambda g: jnp.sum(g ** 2, axis=0), problem.chunk_grads(p, chunk))
+
+    fisher = jax.jit(lambda p: problem.full_data_sum(squares, p))(z)
+    flat, unravel = ravel_pytree(z)
+    exact = jax.jit(lambda v: jax.jvp(problem.exact_grad, (z,), (unravel(v),))[1])
+    total = jnp.zeros_like(flat)
+    for key in jax.random.split(jax.random.key(seed), probes):
+        v = jax.random.rademacher(key, flat.shape, flat.dtype)
+        total = total + v * ravel_pytree(exact(v))[0]
+    diag = (problem.data_weight * np.asarray(ravel_pytree(fisher)[0], np.float64)
+            + np.asarray(total, np.float64) / probes)
+    return diag, 1.0
 
 
 def _whitened_extremes(problem, z, pre, hess, iters, seed, passes):
@@ -443,7 +467,8 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
     if own.kind != "identity" and preconditioner != "auto":
         raise ValueError("the sampler already holds a preconditioner; leave "
                          "preconditioner='auto' to keep it, or build the sampler without one")
-    problem.check_support(init)
+    # check_support takes per-chain points (a leading chain axis), as sample() passes them
+    problem.check_support(jax.tree.map(lambda x: jnp.asarray(x)[None], init))
     z0 = jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), problem.unconstrain(init))
     _ready(base).check(problem, z0, 1)  # batch size, estimator: all but the unset values
     d = ravel_pytree(z0)[0].size
@@ -494,7 +519,11 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
                           "or a non-log-concave target); the step-size rule uses "
                           "|λ| floored at 1e-3 λ_max", UserWarning, stacklevel=3)
         lam = (max(abs(lam[0]), 1e-3 * lam[1]), lam[1])
-        noise = _noise(problem, base, z, pre, noise_points, noise_replicates, keys[2], passes)
+        # Small d: at Laplace points around the mode. Large d (a network, no mode to speak
+        # of): where the optimiser stopped, with as many minibatches in all.
+        points, reps = ((noise_points, noise_replicates) if small
+                        else (1, noise_points * noise_replicates))
+        noise = _noise(problem, base, z, pre, points, reps, keys[2], passes)
         fr = getattr(base.dynamics, "friction", None)
         fr, hs, infl = _rules(_dynamics_kind(base.dynamics), lam, noise, temps, fr, budget)
         return lam, noise, fr, hs, infl
