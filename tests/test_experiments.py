@@ -303,3 +303,12 @@ def test_gdxld_quick(tmp_path, capsys, name):
         assert -0.1 < result["f_hat_star"] < -0.05      # measured −0.0874
         from sgmc.experiments.gdxld import paper_like_seeds
         assert result["weights_seed"] == paper_like_seeds(1)[0]
+
+
+def test_warmup_comparison_quick(tmp_path, capsys):
+    """The synthetic case only (no data needed): its verdicts follow the rule, the figure is
+    written."""
+    text, result = quick(tmp_path, capsys, "warmup-comparison")
+    assert (tmp_path / "warmup_comparison.png").is_file()
+    assert [r["name"] for r in result["rows"]] == ["synthetic-regression-cond1e4"]
+    assert "| tuned |" in text and "| untuned |" in text

@@ -18,9 +18,10 @@ evaluations / N) and reported in :class:`WarmupReport`; none of its points is ke
 3. **Whitened curvature and gradient noise.** The extreme eigenvalues λ_min, λ_max of the
    whitened Hessian Lᵀ H L (Lanczos, or exact for small d), and the largest eigenvalue B of
    the covariance of the sampler's *own* estimator's whitened error Lᵀ(∇̃U − ∇U), measured
-   at ``noise_points`` Laplace draws θ = mode + √2 L ζ with the estimator's state (SVRG
-   anchor, SAGA table) taken at the mode — the √2 because anchor and point are then as far
-   apart as two independent posterior draws. EWSG is bounded by its uniform minibatches.
+   at ``noise_points`` Laplace draws θ = mode + √2 C ζ (C Cᵀ = H⁻¹; for large d at the point
+   found only) with the estimator's state (SVRG anchor, SAGA table) taken at the mode — the
+   √2 because anchor and point are then as far apart as two independent posterior draws.
+   EWSG is bounded by its uniform minibatches.
 4. **Rules** (:mod:`sgmc.tuning`): friction D = 2√λ_min (critical damping of the slowest
    whitened direction) when unset; step size h = the largest with predicted covariance
    inflation within 1 ± ``budget`` (default 10 %) in every whitened direction with curvature
@@ -285,9 +286,11 @@ def _whitened_extremes(problem, z, pre, hess, iters, seed, passes):
     return float(ritz[0]), float(ritz[-1])
 
 
-def _noise(problem, base, z, pre, num_points, replicates, key, passes) -> float:
+def _noise(problem, base, z, pre, laplace, num_points, replicates, key, passes) -> float:
     """B: the top eigenvalue of the covariance of Lᵀ(∇̃U − ∇U) for the sampler's estimator
-    (its state at the mode z), at Laplace points z + √2 L ζ."""
+    (its state at the mode z), at Laplace points z + √2 C ζ, C Cᵀ = H⁻¹ (``laplace``, a
+    preconditioner holding C; it is not P when P is not H⁻¹: identity, diagonal, the
+    user's own)."""
     b = base.batch_size
     if b is None or not problem.has_data:
         return 0.0
@@ -321,7 +324,7 @@ def _noise(problem, base, z, pre, num_points, replicates, key, passes) -> float:
                                      jax.random.split(k_est, num_points), strict=True)):
         zeta = jax.tree.map(lambda x, kk=kp: jax.random.normal(kk, jnp.shape(x), x.dtype), z)
         point = z if i == 0 else jax.tree.map(lambda a, v: a + math.sqrt(2.0) * v, z,
-                                              pre.scale(zeta))
+                                              laplace.scale(zeta))
         err, cnt = errors(point, ke)
         rows.append(np.asarray(err, np.float64))
         evals += int(np.sum(cnt)) + n
@@ -517,17 +520,22 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
             warnings.warn(f"warmup: the whitened Hessian at the point found has λ_min = "
                           f"{lam[0]:.3g} ≤ 0 (not a strict mode: a saddle, a flat direction, "
                           "or a non-log-concave target); the step-size rule uses "
-                          "|λ| floored at 1e-3 λ_max", UserWarning, stacklevel=3)
-        lam = (max(abs(lam[0]), 1e-3 * lam[1]), lam[1])
+                          "1e-3 λ_max in its place", UserWarning, stacklevel=3)
+        # A non-positive λ_min is replaced by 1e-3 λ_max (the warning above); a positive one
+        # is kept (an isotropic sampler on a badly conditioned target needs its friction).
+        lam = (lam[0] if lam[0] > 0.0 else 1e-3 * lam[1], lam[1])
         # Small d: at Laplace points around the mode. Large d (a network, no mode to speak
         # of): where the optimiser stopped, with as many minibatches in all.
         points, reps = ((noise_points, noise_replicates) if small
                         else (1, noise_points * noise_replicates))
-        noise = _noise(problem, base, z, pre, points, reps, keys[2], passes)
+        noise = _noise(problem, base, z, pre, laplace, points, reps, keys[2], passes)
         fr = getattr(base.dynamics, "friction", None)
         fr, hs, infl = _rules(_dynamics_kind(base.dynamics), lam, noise, temps, fr, budget)
         return lam, noise, fr, hs, infl
 
+    # The Laplace approximation N(mode, H⁻¹), where the noise is measured (small d; large d
+    # measures it at the point found only, so any factor does).
+    laplace = precond.dense(_spd_inverse(hess)[0]) if small else pre
     lam, noise, fr, hs, infl = tune(pre)
     tuned = _with(sampler, pre if kind != "psgld" else own, fr, hs)
 

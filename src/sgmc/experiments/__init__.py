@@ -30,9 +30,10 @@ def registry() -> dict[str, Experiment]:
         svrg_hmc_bnn,
         vr_resghmc_classifier,
         vr_resgld_mixture,
+        warmup_comparison,
     )
 
     exps = [*svrg_hmc.EXPERIMENTS, *ewsg_gaussian.EXPERIMENTS, *ewsg_classification.EXPERIMENTS,
             *vr_resgld_mixture.EXPERIMENTS, *vr_resghmc_classifier.EXPERIMENTS,
-            *gdxld.EXPERIMENTS, *svrg_hmc_bnn.EXPERIMENTS]
+            *gdxld.EXPERIMENTS, *svrg_hmc_bnn.EXPERIMENTS, *warmup_comparison.EXPERIMENTS]
     return {e.name: e for e in exps}
