@@ -305,8 +305,8 @@ def largest_step(dynamics: str, curvature_min: float, curvature_max: float,
 
     Args:
         dynamics: one of :data:`DYNAMICS`.
-        curvature_min, curvature_max: the range [λ_min, λ_max] of the whitened curvatures,
-            0 < λ_min ≤ λ_max.
+        curvature_min: λ_min > 0, the smallest whitened curvature.
+        curvature_max: λ_max ≥ λ_min, the largest.
         temperature: τ > 0.
         friction: D > 0, required for the SGHMC integrators (e.g. :func:`friction_rule`).
         noise: B ≥ 0, a bound on the gradient-noise variance in every whitened direction.

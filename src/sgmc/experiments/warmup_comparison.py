@@ -54,6 +54,8 @@ __all__ = ["CASES", "EXPERIMENTS", "SYNTHETIC", "TOL", "claims", "compare_tuned_
            "run_case", "table"]
 
 TOL = 0.1
+#: Figure colours by run.
+COLORS = {"tuned": "C0", "untuned": "C3", "tuned, P = I": "C2", "tuned, h/2": "C1"}
 SYNTHETIC = "synthetic-regression-cond1e4"
 
 #: case -> (batch size or None, SVRG?, tuned sampling steps per chain, warm-up options,
@@ -357,8 +359,8 @@ def plot(rows: Sequence[Mapping[str, Any]], path: str | None = None, tol: float 
     nrows = -(-n // cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.3 * nrows), squeeze=False)
     for ax, row in zip(axes.flat, rows, strict=False):
-        for (label, run), color in zip(row["runs"].items(), ("C0", "C3", "C2", "C1"),
-                                       strict=False):
+        for label, run in row["runs"].items():
+            color = COLORS.get(label, "C4")
             c = run["curve"]
             ax.plot(c["passes"], np.maximum(c["max_z"], 1e-3), "-", color=color,
                     label=f"{label} |z|")
@@ -374,7 +376,14 @@ def plot(rows: Sequence[Mapping[str, Any]], path: str | None = None, tol: float 
         ax.set_ylabel("worst |z|, |r − 1|")
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=7)
+    handles = {}
+    for ax in axes.flat[:n]:
+        for hnd, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, hnd)
+    spare = list(axes.flat)[n:]
+    (spare[0] if spare else axes.flat[0]).legend(
+        list(handles.values()), list(handles.keys()), fontsize=8,
+        loc="center" if spare else "best")
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=120)
