@@ -57,6 +57,9 @@ class AR1:
     def check(self, problem, position, num_chains):
         pass
 
+    def keeps(self, t):
+        return jnp.ones(jnp.shape(t), bool)
+
     def meta(self):
         return {"kind": "ar1"}
 

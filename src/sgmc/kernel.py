@@ -66,6 +66,12 @@ class Kernel(Protocol):
     def draw(self, state: Any) -> PyTree:
         """What a kept draw records of a state (a position, or the coldest replica's)."""
 
+    def keeps(self, t: jax.Array) -> jax.Array:
+        """Whether a draw taken right after step t (0-based) may be kept: True for every
+        t, except for kernels with stages whose states are not draws (the exploration
+        stage of a cyclical schedule). A pure function of t, traced (``jnp``) in the loop
+        and evaluated on the host for the run's plan; burn-in and thinning apply on top."""
+
     @property
     def info_spec(self) -> Mapping[str, Reduction]:
         """Every key ``step``'s info holds and how it is reduced (:data:`REDUCTIONS`);
@@ -83,7 +89,7 @@ class Kernel(Protocol):
 
 #: The members a kernel must have (the protocol's, for error messages).
 KERNEL_MEMBERS = ("name", "batch_size", "num_replicas", "replica_stacked", "init", "step",
-                  "draw", "info_spec", "init_evals", "check", "meta")
+                  "draw", "keeps", "info_spec", "init_evals", "check", "meta")
 
 
 def check_info(kernel: Kernel, info: Mapping[str, Any]) -> None:

@@ -292,6 +292,9 @@ class _Replication:
         x = pos[0] if self.replicated else pos
         return {"value": _value_fn(self.problem)(x), "x": x}
 
+    def keeps(self, t):
+        return jnp.ones(jnp.shape(t), bool)
+
     def init_evals(self, problem) -> int:
         return self.coupling.init_evals(problem)
 

@@ -64,6 +64,10 @@ class Sampler:
         """A kept draw records the position."""
         return state.position
 
+    def keeps(self, t: jax.Array) -> jax.Array:
+        """Every step's draw may be kept (no stages)."""
+        return jnp.ones(jnp.shape(t), bool)
+
     @staticmethod
     def with_position(state: SamplerState, position: PyTree) -> SamplerState:
         """``state`` with its position replaced (e.g. projected onto a box); momenta and

@@ -229,6 +229,10 @@ class ReplicaExchange:
         """Whether a draw stacks every replica's point on a leading axis."""
         return self.output == "all"
 
+    def keeps(self, t):
+        """As the base sampler's (a cyclical base keeps its sampling stages only)."""
+        return self.sampler.keeps(t)
+
     def draw(self, state: ReplicaState):
         """What a draw records: the coldest replica's position, or all replicas'."""
         if self.output == "all":
