@@ -65,7 +65,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 
 import jax
 import jax.numpy as jnp
@@ -76,14 +75,7 @@ from jax.flatten_util import ravel_pytree
 
 import sgmc
 from sgmc.experiments import posteriordb as pdb
-from test_posteriordb_models import _stan_log_density, _unconstrained_points
-
-_FOLDER = pdb.data_folder()
-needs_posteriordb = pytest.mark.skipif(
-    not all(os.path.isfile(os.path.join(_FOLDER, n, "reference_draws.json.zip"))
-            for n in pdb.NAMES),
-    reason=f"the posteriordb posteriors are absent from {_FOLDER} (../shared/data/posteriordb; "
-           f"set SGMC_DATA to the folder holding posteriordb/)")
+from test_posteriordb_models import _stan_log_density, _unconstrained_points, needs_posteriordb
 
 K_SE = 4.0
 MAX_BIAS_BOUND = 0.1

@@ -24,21 +24,13 @@ the verdict rule too (:func:`sgmc.experiments.warmup_comparison.claims`). Each c
 from __future__ import annotations
 
 import functools
-import os
 
 import numpy as np
 import pytest
 
-from sgmc.experiments import posteriordb as pdb
 from sgmc.experiments import verdict as V
 from sgmc.experiments import warmup_comparison as wc
-
-_FOLDER = pdb.data_folder()
-needs_posteriordb = pytest.mark.skipif(
-    not all(os.path.isfile(os.path.join(_FOLDER, n, "reference_draws.json.zip"))
-            for n in pdb.NAMES),
-    reason=f"the posteriordb posteriors are absent from {_FOLDER} (../shared/data/posteriordb; "
-           f"set SGMC_DATA to the folder holding posteriordb/)")
+from test_posteriordb_models import needs_posteriordb
 
 MAX_SE = 0.04
 REGRESSIONS = ("mesquite-logmesquite_logvash", "kidiq-kidscore_momiq", "sblri-blr",
