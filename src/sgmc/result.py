@@ -12,7 +12,7 @@ import numpy as np
 from ._optional import arviz
 from ._serial import decode_tree, encode_tree, json_default, leaf_names, tree_like, tree_spec
 
-__all__ = ["Result"]
+__all__ = ["Result", "pool_moments"]
 
 PyTree = Any
 _FORMAT = "sgmc.Result/1"
@@ -50,12 +50,17 @@ class Result:
         meta: dict of run settings and timings (sampler, num_steps, burn_in, thin, seed,
             num_data, grad_evals_total per chain, sampling_time and compile_time in seconds).
         final_state: the sampler state after the last step (in memory only, not saved).
+        predictive: with ``sample(..., predict=fn)``, the moments of fn(draw) over the kept
+            draws (:func:`pool_moments`): ``"mean"``, ``"var"`` (ddof = 0) and ``"count"``
+            over every chain's kept draws, and ``"chain_mean"``, ``"chain_var"``,
+            ``"chain_count"`` per chain (leading axis num_chains); None without ``predict``.
     """
 
     samples: PyTree
     info: dict[str, np.ndarray]
     meta: dict[str, Any] = field(default_factory=dict)
     final_state: Any = None
+    predictive: dict[str, np.ndarray] | None = None
 
     @property
     def num_chains(self) -> int:
@@ -91,6 +96,9 @@ class Result:
         _, order = tree_spec(self.samples)
         arrays = {f"samples/{i}": a for i, a in enumerate(leaves)}
         arrays.update({f"info/{k}": np.asarray(v) for k, v in self.info.items()})
+        if self.predictive is not None:
+            arrays.update({f"predictive/{k}": np.asarray(v)
+                           for k, v in self.predictive.items()})
         header = {"format": _FORMAT, "spec": spec, "order": order, "names": names,
                   "meta": self.meta}
         arrays["header"] = np.asarray(json.dumps(header, default=json_default))
@@ -121,10 +129,12 @@ class Result:
             n_leaves = sum(1 for k in npz.files if k.startswith("samples/"))
             leaves = [npz[f"samples/{i}"] for i in range(n_leaves)]
             info = {k[len("info/"):]: npz[k] for k in npz.files if k.startswith("info/")}
+            predictive = {k[len("predictive/"):]: npz[k] for k in npz.files
+                          if k.startswith("predictive/")} or None
         samples = decode_tree(header["spec"], leaves)
         if like is not None:
             samples = _rebuild(like, samples, header, leaves, str(path))
-        return cls(samples, info, header["meta"])
+        return cls(samples, info, header["meta"], predictive=predictive)
 
     # -- diagnostics -------------------------------------------------------------------
     def has_replica_axis(self) -> bool:
@@ -216,6 +226,31 @@ class Result:
 
 
 _PAIR_STATS = ("swaps", "swap_attempts", "energy_variance")
+
+
+def pool_moments(count: np.ndarray, mean: np.ndarray, m2: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-chain running moments (count n_c, mean μ_c, M₂,c = Σ (x − μ_c)², leading axis
+    the chains) and their pooling over chains by Chan et al.'s parallel formula, in float64:
+
+        n = Σ_c n_c,   μ = Σ_c n_c μ_c / n,   M₂ = Σ_c M₂,c + Σ_c n_c (μ_c − μ)²,
+
+    with variances M₂ / n (ddof = 0: the spread of fn over the kept draws themselves; for
+    Monte Carlo averages of thousands of draws the choice is immaterial). No draw: NaN."""
+    count = np.asarray(count, np.int64)
+    mean, m2 = np.asarray(mean, np.float64), np.asarray(m2, np.float64)
+    shape = (-1,) + (1,) * (mean.ndim - 1)
+    n_c = count.reshape(shape).astype(np.float64)
+    n = n_c.sum(axis=0)
+    nan = np.full(mean.shape[1:], np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = np.where(n > 0, (n_c * mean).sum(axis=0) / n, nan)
+        dev = np.where(n_c > 0, mean - pooled, 0.0)
+        m2_all = m2.sum(axis=0) + (n_c * dev**2).sum(axis=0)
+        return {"mean": pooled, "var": np.where(n > 0, m2_all / n, nan),
+                "count": np.int64(count.sum()),
+                "chain_mean": np.where(n_c > 0, mean, np.nan),
+                "chain_var": np.where(n_c > 0, m2 / np.maximum(n_c, 1), np.nan),
+                "chain_count": count}
 
 
 def _rebuild(like: PyTree, samples: PyTree, header: dict, leaves: list, what: str) -> PyTree:

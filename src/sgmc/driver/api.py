@@ -25,9 +25,9 @@ from ..problem import Problem
 from ..result import Result
 from . import preflight
 from .checkpoint import Settings, fill, position_spec, position_template
-from .loop import Counters, drawn, init_chains
+from .loop import Counters, Moments, drawn, init_chains
 from .plan import BLOCK_BYTES, BLOCK_SECONDS, default_draws_per_block
-from .run import PRNG_IMPLS, Run, chain_keys, execute
+from .run import PRNG_IMPLS, Run, chain_keys, execute, stored_mask, stored_total
 
 __all__ = ["resume", "sample", "start"]
 
@@ -139,12 +139,16 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
            draws_per_block: int | None = None, prng: str = "threefry",
            checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
            stream_to: str | os.PathLike | None = None, mesh: Mesh | None = None,
-           init_per_chain: bool | None = None) -> Result:
+           init_per_chain: bool | None = None, predict: Any = None,
+           store_draws: bool = True) -> Result:
     """Run ``num_chains`` chains of ``sampler`` on ``problem`` for ``num_steps`` steps each.
 
     The first ``burn_in`` steps are discarded; after them a draw is kept every ``thin``
     steps, so each chain yields ``(num_steps − burn_in) // thin`` draws (any steps left over
-    are still taken, so the final state is the state after ``num_steps`` steps).
+    are still taken, so the final state is the state after ``num_steps`` steps) — fewer
+    for a kernel whose ``keeps(t)`` refuses some (the exploration stage of a cyclical
+    schedule): draw j, taken right after the 0-based step t_j = burn_in mod thin +
+    thin·(j + 1) − 1, is kept iff t_j ≥ burn_in and ``kernel.keeps(t_j)``.
 
     Args:
         problem: an :class:`sgmc.Posterior` or :class:`sgmc.Objective`.
@@ -208,6 +212,19 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             scalar), and a ValueError when it accepts both (e.g. ``init`` of shape (4, 2),
             ``num_chains=4`` and a model that broadcasts) — pass True or False then; with
             one chain such an ``init`` is one point.
+        predict: a function of one draw (the pytree of a draw, on the model's scale, as in
+            ``samples``) returning one array, e.g. a network's class probabilities on a test
+            set; traced by JAX inside the compiled loop. At every kept draw each chain adds
+            fn(draw) to running moments (Welford's update, float32), so that
+            ``Result.predictive`` holds the model average E[fn] ("mean"), the variance of
+            fn over the kept draws and chains ("var", ddof = 0, pooled over chains by
+            Chan's formula), the number of draws ("count") and per-chain versions
+            ("chain_mean", "chain_var", "chain_count"); checkpointed with the run
+            (:func:`sgmc.resume` needs the same ``predict``).
+        store_draws: False: store no draw at all (nor per-draw statistics): ``samples``
+            and ``info`` have zero draws, and memory is the chains' states plus
+            ``predict``'s moments whatever the number of steps — for a network whose draws
+            would not fit, with ``predict``. Not with ``stream_to``.
 
     Before anything is compiled (:mod:`sgmc.driver.preflight`), the energy and its gradient
     are evaluated at every chain's initial point on the first 256 rows of data, the prior
@@ -255,6 +272,14 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
         draws_per_block = check.integer("draws_per_block", draws_per_block, lo=1)
     checkpoint, checkpoint_every, stream_to = _check_storage(checkpoint, checkpoint_every,
                                                              stream_to)
+    if not isinstance(store_draws, (bool, np.bool_)):
+        raise TypeError(f"store_draws must be True or False, got {store_draws!r}")
+    if not store_draws and stream_to is not None:
+        raise ValueError("stream_to writes the draws to disk and store_draws=False stores "
+                         "none: pass one of them")
+    if predict is not None and not callable(predict):
+        raise TypeError(f"predict must be a function of one draw returning an array, got "
+                        f"{type(predict).__name__}")
     positions = _chain_positions(problem, init, num_chains, init_per_chain)
     sampler.check(problem, jax.tree.map(lambda x: x[0], positions), num_chains)
     if mesh is not None:
@@ -282,13 +307,43 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
         draws_per_block = default_draws_per_block(total_draws, cap)
     settings = Settings(num_steps, burn_in, thin, seed, num_chains, prng,
                         min(draws_per_block, total_draws), checkpoint, checkpoint_every,
-                        stream_to, block_seconds)
-    return start(problem, sampler, positions, settings, progress, mesh, spec)
+                        stream_to, block_seconds, bool(store_draws))
+    if predict is not None:
+        states = jax.eval_shape(init_chains, problem, sampler, positions,
+                                chain_keys(settings)[0])
+        predict_output(problem, sampler, states, predict)
+    return start(problem, sampler, positions, settings, progress, mesh, spec,
+                 predict=predict)
+
+
+def predict_output(problem: Problem, kernel: Kernel, states: Any, predict: Any
+                   ) -> jax.ShapeDtypeStruct:
+    """The shape and dtype of ``predict(draw)`` for the chains' ``states`` (their shapes
+    suffice), found by tracing it (``jax.eval_shape``) before anything is compiled.
+
+    Raises:
+        TypeError: ``predict`` cannot be traced on a draw, or does not return one real array.
+    """
+    one = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), states)
+    draw = jax.eval_shape(drawn(problem, kernel), one)
+    shapes = jax.tree.map(lambda x: tuple(x.shape), draw)
+    try:
+        out = jax.eval_shape(predict, draw)
+    except Exception as err:  # any failure of the user's function while tracing
+        raise TypeError(f"predict must be a JAX-traceable function of one draw (shapes "
+                        f"{shapes}); tracing it failed: {type(err).__name__}: {err}") from err
+    if not isinstance(out, jax.ShapeDtypeStruct) or not (
+            jnp.issubdtype(out.dtype, jnp.number) or out.dtype == jnp.bool_):
+        raise TypeError(f"predict must return one real array, got "
+                        f"{jax.tree.map(lambda x: (tuple(x.shape), str(x.dtype)), out)}")
+    if jnp.issubdtype(out.dtype, jnp.complexfloating):
+        raise TypeError(f"predict must return a real array, got dtype {out.dtype}")
+    return out
 
 
 def start(problem: Problem, kernel: Kernel, positions: PyTree, settings: Settings,
           progress: bool | None = False, mesh: Mesh | None = None, spec: dict | None = None,
-          divergence: str = "raise") -> Result:
+          divergence: str = "raise", predict: Any = None) -> Result:
     """Start a run whose arguments are already validated: every chain's initial state from
     its position (stacked on a leading chain axis), then the host loop. ``minimize`` runs
     its replications through here too (``divergence="continue"``: a non-finite iterate is a
@@ -298,16 +353,20 @@ def start(problem: Problem, kernel: Kernel, positions: PyTree, settings: Setting
     states = init_chains(problem, kernel, positions, init_keys)
     init_evals = int(kernel.init_evals(problem))
     counters = Counters.start(settings.num_chains, init_evals)
-    sink = DiskSink(settings.stream_to, settings.num_draws) if settings.stream_to \
-        else MemorySink(settings.num_draws)
+    moments = None if predict is None else Moments.start(
+        settings.num_chains, predict_output(problem, kernel, states, predict))
+    mask = stored_mask(kernel, settings)
+    total = stored_total(mask)
+    sink = DiskSink(settings.stream_to, total) if settings.stream_to else MemorySink(total)
     run = Run(problem, kernel, settings, sink, (states, counters, 0, 0), spec, mesh,
-              compile_time=time.perf_counter() - t_start, divergence=divergence)
+              compile_time=time.perf_counter() - t_start, divergence=divergence,
+              predict=predict, moments=moments, mask=mask)
     return execute(run, progress)
 
 
 def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
            progress: bool | None = None, mesh: Mesh | None = None,
-           like: PyTree = None) -> Result:
+           like: PyTree = None, predict: Any = None) -> Result:
     """Continue the run saved in checkpoint ``path`` to its end and return its complete Result.
 
     The draws (and every per-draw statistic) are bitwise those of the same run made without
@@ -329,6 +388,9 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
     pytrees (namedtuples, dataclasses, Equinox modules, Flax NNX states) need ``like``: any
     pytree of one position's structure, e.g. the run's ``init`` (its leaves are not read;
     leaves are matched by name, shapes and dtypes come from the checkpoint).
+
+    A run started with ``predict`` resumes with the same function (its moments so far are
+    in the checkpoint; a resumed run's ``Result.predictive`` is the uninterrupted run's).
 
     Raises:
         sgmc.CheckpointError: ``path`` is not a checkpoint, holds positions that need
@@ -359,9 +421,28 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
     positions = position_template(header["positions"], like, path)
     init_keys, _ = chain_keys(settings)
     template = jax.eval_shape(init_chains, problem, sampler, positions, init_keys)
-    template = (template, Counters.template(settings.num_chains))
-    states, counters = fill(template, [arrays[f"state/{i}"] for i in
-                                        range(header["num_state_leaves"])], path)
+    stored_predict = header.get("predict")
+    if (stored_predict is None) != (predict is None):
+        raise ckpt.CheckpointError(
+            f"{path} was written by a run {'with' if stored_predict else 'without'} "
+            f"predict=...; resume it {'with the same' if stored_predict else 'without'} "
+            "predict")
+    moments = None
+    if predict is not None:
+        if not callable(predict):
+            raise TypeError(f"predict must be a function of one draw returning an array, "
+                            f"got {type(predict).__name__}")
+        out = predict_output(problem, sampler, template, predict)
+        if (list(out.shape), str(Moments.dtype(out))) != (stored_predict["shape"],
+                                                           stored_predict["dtype"]):
+            raise ckpt.CheckpointError(
+                f"{path} holds the moments of a predict of shape {stored_predict['shape']} "
+                f"({stored_predict['dtype']}); this predict gives {list(out.shape)} "
+                f"({out.dtype}): resume with the run's predict")
+        moments = Moments.template(settings.num_chains, out)
+    template = (template, Counters.template(settings.num_chains), moments)
+    states, counters, moments = fill(template, [arrays[f"state/{i}"] for i in
+                                                 range(header["num_state_leaves"])], path)
     # Same names, another body: the model's energy and gradient at the stored position.
     stored = header["fingerprint"].get("probe")
     if stored is None:
@@ -378,24 +459,28 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
     template = jax.eval_shape(jax.vmap(drawn(problem, sampler)), states)
     count = int(header["kept"])
     mirror = None
-    if settings.stream_to:
+    mask = stored_mask(sampler, settings)
+    total = stored_total(mask)
+    if not settings.store_draws:
+        folder, sink = None, MemorySink(0)
+    elif settings.stream_to:
         folder = settings.stream_to
-        sink = DiskSink(folder, settings.num_draws, count, template)
+        sink = DiskSink(folder, total, count, template)
     else:
         folder = os.path.join(os.path.dirname(os.path.abspath(path)), header["draws_folder"])
-        mirror = DiskSink(folder, settings.num_draws, count, template)
-        sink = MemorySink(settings.num_draws)
+        mirror = DiskSink(folder, total, count, template)
+        sink = MemorySink(total)
         if count:
             sink.append(*mirror.arrays())
     if int(header["t0"]) < settings.num_steps:  # the run goes on: it writes there
         _writable("path", path, os.path.dirname(os.path.abspath(path)))
-        if os.path.isdir(folder):
+        if folder is not None and os.path.isdir(folder):
             _writable("path", path, folder)
     cursor = (states, counters, int(header["t0"]), 0)
     run = Run(problem, sampler, settings, sink, cursor, header["positions"], mesh,
               compile_time=float(header["compile_time"]),
               sampling_time=float(header["sampling_time"]), mirror=mirror,
-              last_checkpoint=path)
+              last_checkpoint=path, predict=predict, moments=moments, mask=mask)
     return execute(run, progress)
 
 

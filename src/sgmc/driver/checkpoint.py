@@ -40,9 +40,13 @@ class Settings(NamedTuple):
     #: (:data:`sgmc.driver.plan.BLOCK_SECONDS`) when they take more than twice that;
     #: None keeps ``draws_per_block`` (the user chose it, or the data stream).
     block_seconds: float | None = None
+    #: False: no draw is stored (``sample(..., store_draws=False)``; the predictive moments
+    #: and the final state are the run's outcome).
+    store_draws: bool = True
 
     @property
     def num_draws(self) -> int:
+        """Draws taken after burn-in (those ``kernel.keeps`` refuses included)."""
         return (self.num_steps - self.burn_in) // self.thin
 
 

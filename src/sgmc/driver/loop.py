@@ -19,6 +19,17 @@ the draws apart from the steps' arithmetic, and the arithmetic fused the same wa
 loop structure, so the draws are bitwise the same for any block size. Threefry keys only:
 JAX batches ``rbg`` keys by drawing the whole batch from its first key, so rbg steps draw
 their own (live mode).
+
+Predictive averages (``sample(..., predict=fn)``): at every kept draw — the draw after step t
+with lo ≤ t < hi (``window``: after burn-in, before the steps left over after the last draw)
+and ``kernel.keeps(t)`` — each chain adds x = fn(draw) to its running moments
+(:class:`Moments`) by Welford's update
+
+    n ← n + 1,   δ = x − μ,   μ ← μ + δ / n,   M₂ ← M₂ + δ·(x − μ),
+
+which stays accurate in float32 over millions of draws (a running sum of squares would
+cancel). The predicate is one unbatched boolean (t is shared by the chains), so the update
+sits under a real ``lax.cond``: fn runs only at kept draws.
 """
 
 from __future__ import annotations
@@ -34,7 +45,8 @@ from .._tree import all_finite
 from ..kernel import check_info
 from ..rng import Rng, record, replay
 
-__all__ = ["CHUNK_BYTES", "MAX_CHUNK", "Counters", "init_chains", "run_block", "run_steps"]
+__all__ = ["CHUNK_BYTES", "MAX_CHUNK", "Counters", "Moments", "init_chains", "run_block",
+           "run_steps"]
 
 #: Most steps whose randomness is drawn at once, and the most memory those draws may take
 #: for all chains (beyond ~100 steps the gain per step is small: 12 µs at 100, 10 µs at 1000).
@@ -67,6 +79,42 @@ class Counters(NamedTuple):
     def template(cls, num_chains: int) -> Counters:
         """Shapes and dtypes of ``num_chains`` chains' counters (to restore a checkpoint)."""
         return cls(*(jax.ShapeDtypeStruct((num_chains,), t) for t in cls.DTYPES))
+
+
+class Moments(NamedTuple):
+    """Per-chain running moments of ``predict(draw)`` over the kept draws (module docstring):
+    count n, mean μ and M₂ = Σ (x − μ)², leaves (num_chains, ...) (checkpointed as leaves)."""
+
+    count: jax.Array  # int32 (num_chains,)
+    mean: jax.Array   # (num_chains, *out), float32 (float64 for a float64 output)
+    m2: jax.Array
+
+    @staticmethod
+    def dtype(out: Any) -> Any:
+        """The accumulators' dtype for an output of dtype ``out.dtype``."""
+        return jnp.promote_types(out.dtype, jnp.float32) if jnp.issubdtype(
+            out.dtype, jnp.floating) else jnp.dtype(jnp.float32)
+
+    @classmethod
+    def template(cls, num_chains: int, out: Any) -> Moments:
+        """Shapes and dtypes of ``num_chains`` chains' moments of an output shaped ``out``."""
+        shape, dtype = (num_chains, *out.shape), cls.dtype(out)
+        return cls(jax.ShapeDtypeStruct((num_chains,), jnp.int32),
+                   jax.ShapeDtypeStruct(shape, dtype), jax.ShapeDtypeStruct(shape, dtype))
+
+    @classmethod
+    def start(cls, num_chains: int, out: Any) -> Moments:
+        """Empty moments (no draw yet)."""
+        return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), cls.template(num_chains, out))
+
+
+def _welford(m: Moments, x: jax.Array) -> Moments:
+    """One chain's moments with x added: n ← n + 1, δ = x − μ, μ ← μ + δ/n, M₂ ← M₂ + δ(x − μ)."""
+    n = m.count + 1
+    x = jnp.asarray(x, m.mean.dtype)
+    delta = x - m.mean
+    mean = m.mean + delta / n.astype(m.mean.dtype)
+    return Moments(n, mean, m.m2 + delta * (x - mean))
 
 
 def _first_bad_replica(position: Any) -> jax.Array:
@@ -111,6 +159,8 @@ class _Parts(NamedTuple):
     accumulate: Any
     record: Any
     outer: Any
+    moments: Any       # the chains' Moments, as the loop carries them (None: no predict)
+    observe: Any       # (moments, states, t, done) -> moments with a kept draw added
 
 
 def drawn(problem, kernel):
@@ -122,10 +172,12 @@ def drawn(problem, kernel):
     return lambda state: constrain(kernel.draw(state))
 
 
-def _parts(problem, kernel, states, counters, run_keys, t0) -> _Parts:
-    """The chain-level step with its randomness drawn ahead, the per-step bookkeeping and
-    the zero accumulators of the per-draw statistics (reduced as ``kernel.info_spec``
-    says)."""
+def _parts(problem, kernel, states, counters, run_keys, t0, moments=None, window=None,
+           predict=None, store=True) -> _Parts:
+    """The chain-level step with its randomness drawn ahead, the per-step bookkeeping, the
+    zero accumulators of the per-draw statistics (reduced as ``kernel.info_spec`` says) and,
+    with ``predict``, the update of the predictive moments at kept draws. ``store=False``
+    records nothing per draw (the buffers are empty)."""
     single = counters.bad_step.shape[0] == 1
     if single:
         def inner(tree):
@@ -150,7 +202,7 @@ def _parts(problem, kernel, states, counters, run_keys, t0) -> _Parts:
         fold = jax.vmap(jax.random.fold_in, in_axes=(0, None))
         finite, draw = jax.vmap(all_finite), jax.vmap(drawn(problem, kernel))
         replica_check = jax.vmap(_first_bad_replica)
-    states, counters, keys = inner((states, counters, run_keys))
+    states, counters, keys, moments = inner((states, counters, run_keys, moments))
     # Replica-stacked kernels: which replica went non-finite first is recorded too.
     stacked = kernel.num_replicas > 1
 
@@ -220,11 +272,26 @@ def _parts(problem, kernel, states, counters, run_keys, t0) -> _Parts:
                 for k in stat_keys}
 
     def record_draw(states, c, acc):
+        if not store:
+            return {}
         return {"position": draw(states), "evals_hi": c.evals_hi, "evals_lo": c.evals_lo,
                 "stats": acc}
 
+    welford = batch(_welford, in_axes=(0, 0))
+    predict_b = None if predict is None else batch(predict, in_axes=0)
+
+    def observe(m, states, t, done=True):
+        """``m`` with predict(draw) added if the draw after step t is kept: t in the window
+        and ``kernel.keeps(t)`` (and ``done``: t ends a draw)."""
+        if predict is None:
+            return m
+        keep = (done & (t >= window[0]) & (t < window[1])
+                & jnp.reshape(jnp.asarray(kernel.keeps(t), bool), ()))
+        return jax.lax.cond(keep, lambda m: welford(m, predict_b(draw(states))),
+                            lambda m: m, m)
+
     return _Parts(states, counters, stat_zero, chunk, randomness, one_step, accumulate,
-                  record_draw, outer)
+                  record_draw, outer, moments, observe)
 
 
 def _put(buf, row, slot):
@@ -237,12 +304,16 @@ def _empty_buffer(template, slots):
                         template)
 
 
-@partial(jax.jit, static_argnames=("n_draws", "thin"))
-def run_block(problem, kernel, states, counters, run_keys, t0, *, n_draws, thin):
+@partial(jax.jit, static_argnames=("n_draws", "thin", "predict", "store"))
+def run_block(problem, kernel, states, counters, run_keys, t0, moments=None, window=None, *,
+              n_draws, thin, predict=None, store=True):
     """Run ``n_draws`` × ``thin`` steps of every chain from global step ``t0``, recording a
-    draw after every ``thin`` steps. Returns (states, counters, buffer) with the buffer's
-    leaves shaped (chains, n_draws, ...)."""
-    p = _parts(problem, kernel, states, counters, run_keys, t0)
+    draw after every ``thin`` steps. Returns (states, counters, buffer, moments) with the
+    buffer's leaves shaped (chains, n_draws, ...) (none with ``store=False``), and
+    ``moments`` (:class:`Moments`, or None without ``predict``) updated at the kept draws
+    (module docstring; ``window`` = (lo, hi), int32)."""
+    p = _parts(problem, kernel, states, counters, run_keys, t0, moments, window, predict,
+               store)
 
     # Randomness is drawn for a chunk of K steps: K = m·thin spanning m whole draws (m
     # divides n_draws) when thin is small, else K divides thin and r = thin / K chunks make
@@ -264,15 +335,17 @@ def run_block(problem, kernel, states, counters, run_keys, t0, *, n_draws, thin)
         return _loop(n, body, carry)
 
     def group(g, carry):
-        states, c, acc, buf = carry
+        states, c, acc, buf, mom = carry
         t_g = t0 + g * (m * thin)
         if r == 1:
             draws = p.randomness(t_g, k)
 
             def one_draw(j, carry):
-                states, c, acc, buf = carry
+                states, c, acc, buf, mom = carry
                 states, c, acc = steps((states, c, acc), t_g + j * thin, thin, draws, j * thin)
-                return states, c, p.stat_zero, _put(buf, p.record(states, c, acc), g * m + j)
+                mom = p.observe(mom, states, t_g + (j + 1) * thin - 1)
+                return (states, c, p.stat_zero, _put(buf, p.record(states, c, acc), g * m + j),
+                        mom)
 
             return _loop(m, one_draw, carry)
 
@@ -281,19 +354,22 @@ def run_block(problem, kernel, states, counters, run_keys, t0, *, n_draws, thin)
             return steps(inner, t_c, k, p.randomness(t_c, k), 0)
 
         states, c, acc = _loop(r, chunk, (states, c, acc))
-        return states, c, p.stat_zero, _put(buf, p.record(states, c, acc), g)
+        mom = p.observe(mom, states, t_g + thin - 1)
+        return states, c, p.stat_zero, _put(buf, p.record(states, c, acc), g), mom
 
     buf = _empty_buffer(p.record(p.states, p.counters, p.stat_zero), n_draws)
-    states, counters, _, buf = _loop(n_draws // m, group,
-                                     (p.states, p.counters, p.stat_zero, buf))
-    return p.outer(states), p.outer(counters), p.outer(buf, axis=1)
+    states, counters, _, buf, mom = _loop(n_draws // m, group,
+                                          (p.states, p.counters, p.stat_zero, buf, p.moments))
+    return p.outer(states), p.outer(counters), p.outer(buf, axis=1), p.outer(mom)
 
 
-@partial(jax.jit, static_argnames=("max_draws",))
-def run_steps(problem, kernel, states, counters, run_keys, t0, n_draws, thin, *, max_draws):
+@partial(jax.jit, static_argnames=("max_draws", "predict", "store"))
+def run_steps(problem, kernel, states, counters, run_keys, t0, n_draws, thin, moments=None,
+              window=None, *, max_draws, predict=None, store=True):
     """Like :func:`run_block` with a traced number of draws and of steps per draw, into a
     buffer of ``max_draws`` slots: one program for the leftovers of a run."""
-    p = _parts(problem, kernel, states, counters, run_keys, t0)
+    p = _parts(problem, kernel, states, counters, run_keys, t0, moments, window, predict,
+               store)
     total, k = n_draws * thin, p.chunk
 
     # Chunks of k steps (the last one possibly partial). Draw j lives in slot
@@ -304,18 +380,19 @@ def run_steps(problem, kernel, states, counters, run_keys, t0, n_draws, thin, *,
         draws = p.randomness(t_c, k)
 
         def body(s, carry):
-            states, c, acc, buf = carry
+            states, c, acc, buf, mom = carry
             t = t_c + s
             states, c, info = p.one_step(t, states, c, draws, s)
             acc = p.accumulate(acc, info, (t - t0) % thin == 0)
-            return states, c, acc, _put(buf, p.record(states, c, acc), (t - t0) // thin)
+            mom = p.observe(mom, states, t, (t - t0 + 1) % thin == 0)
+            return states, c, acc, _put(buf, p.record(states, c, acc), (t - t0) // thin), mom
 
         return jax.lax.fori_loop(0, jnp.minimum(k, total - i * k), body, carry)
 
     buf = _empty_buffer(p.record(p.states, p.counters, p.stat_zero), max_draws)
-    states, counters, _, buf = jax.lax.fori_loop(
-        0, (total + k - 1) // k, chunk, (p.states, p.counters, p.stat_zero, buf))
-    return p.outer(states), p.outer(counters), p.outer(buf, axis=1)
+    states, counters, _, buf, mom = jax.lax.fori_loop(
+        0, (total + k - 1) // k, chunk, (p.states, p.counters, p.stat_zero, buf, p.moments))
+    return p.outer(states), p.outer(counters), p.outer(buf, axis=1), p.outer(mom)
 
 
 @jax.jit

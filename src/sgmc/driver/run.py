@@ -1,9 +1,11 @@
 """The host loop: runs a planned run block by block, and hands each block to its sinks.
 
-Between blocks — never per step — the host stores the block's kept draws (in memory, or
-streamed to ``.npy`` files: :mod:`sgmc._store`), updates the progress bar, checks for
-divergence and writes checkpoints. Streamed data are read by a thread one block ahead. A
-Ctrl-C, a divergence or a failed write raises an error that carries every draw kept so far.
+Between blocks — never per step — the host stores the block's kept draws (those after
+burn-in that ``kernel.keeps`` allows, :func:`sgmc.driver.plan.keep_mask`; none with
+``store_draws=False``) in memory, or streamed to ``.npy`` files (:mod:`sgmc._store`),
+updates the progress bar, checks for divergence and writes checkpoints. Streamed data are
+read by a thread one block ahead. A Ctrl-C, a divergence or a failed write raises an error
+that carries every draw kept so far.
 
 A Ctrl-C while a block runs is answered once that block is stored (its draws are kept);
 a second Ctrl-C before then stops at once, without that block.
@@ -28,12 +30,12 @@ from .. import checkpoint as ckpt
 from .._mesh import auto_axes, put, shardings, split_data, to_host
 from .._store import DiskSink
 from ..errors import DataError, DivergenceError, Interrupted, StorageError
-from ..result import Result
+from ..result import Result, pool_moments
 from .checkpoint import Settings
 from .loop import drawn, run_block, run_steps
-from .plan import Block, block_plan, draws_after, draws_for_seconds, kept_by
+from .plan import Block, block_plan, draws_after, draws_for_seconds, keep_mask, kept_by, kept_in
 
-__all__ = ["PRNG_IMPLS", "Run", "chain_keys", "execute"]
+__all__ = ["PRNG_IMPLS", "Run", "chain_keys", "execute", "stored_mask"]
 
 PyTree = Any
 
@@ -55,6 +57,19 @@ def chain_keys(settings: Settings) -> tuple[jax.Array, jax.Array]:
     return pairs[:, 0], pairs[:, 1]
 
 
+def stored_mask(kernel: Any, settings: Settings) -> np.ndarray | None:
+    """Which of the run's draws (burn-in's included) are stored: the kept ones
+    (:func:`sgmc.driver.plan.keep_mask`), or None when ``store_draws`` is False (none)."""
+    if not settings.store_draws:
+        return None
+    return keep_mask(kernel.keeps, settings.burn_in, settings.num_draws, settings.thin)
+
+
+def stored_total(mask: np.ndarray | None) -> int:
+    """Draws per chain a finished run stores, from :func:`stored_mask`."""
+    return 0 if mask is None else int(np.count_nonzero(mask))
+
+
 class Run:
     """A run in progress: its fixed parts, where its draws go, and where it stands.
 
@@ -70,18 +85,30 @@ class Run:
     so that a checkpoint costs the state and the new draws.
     ``last_checkpoint`` is the last complete checkpoint (the one a resumed run started from,
     until it writes one).
+
+    With ``predict`` (a function of one draw), the cursor's fifth item holds the chains'
+    running moments of it (:class:`sgmc.driver.loop.Moments`; None without), carried by the
+    compiled blocks and checkpointed with the states. ``mask`` is :func:`stored_mask`.
     """
 
     def __init__(self, problem, sampler, settings, sink, cursor, position_spec, mesh=None,
                  compile_time=0.0, sampling_time=0.0, divergence="raise", mirror=None,
-                 last_checkpoint=None):
+                 last_checkpoint=None, predict=None, moments=None, mask=None):
         self.problem, self.sampler, self.settings = problem, sampler, settings
         self.sink, self.position_spec = sink, position_spec
-        self.cursor = (*cursor[:3], 0)
+        self.predict = predict
+        self.mask = stored_mask(sampler, settings) if mask is None else mask
+        # The kept draws' steps for the loop's predictive moments: lo ≤ t < hi.
+        self.window = np.asarray([settings.burn_in,
+                                  settings.burn_in + settings.thin * settings.num_draws],
+                                 np.int32)
+        self.cursor = (*cursor[:3], 0, moments)
         self.compile_time, self.sampling_time = compile_time, sampling_time
         self.divergence = divergence  # "raise" a DivergenceError, or "continue"
-        if mirror is None and settings.checkpoint and not settings.stream_to:
-            mirror = DiskSink(os.path.abspath(settings.checkpoint) + ".draws", settings.num_draws)
+        if (mirror is None and settings.checkpoint and not settings.stream_to
+                and settings.store_draws):
+            mirror = DiskSink(os.path.abspath(settings.checkpoint) + ".draws",
+                              stored_total(self.mask))
         self.mirror = mirror
         self.last_checkpoint = last_checkpoint
         self.draws_per_block = settings.draws_per_block
@@ -99,7 +126,8 @@ class Run:
             self.problem = put(problem, on_problem)
             self.put_data = partial(put, sharding=on_problem)
             self.run_keys = put(self.run_keys, on_chains)
-            self.cursor = (*self.place(*cursor[:2]), *self.cursor[2:])
+            self.cursor = (*self.place(*cursor[:2]), *self.cursor[2:4],
+                           self.place_moments(moments))
 
     def _plan(self, start: int) -> list[Block]:
         s = self.settings
@@ -112,7 +140,7 @@ class Run:
         not depend on it)."""
         self.draws_per_block = draws_per_block
         self.plan = self._plan(self.cursor[2])
-        self.cursor = (*self.cursor[:3], 0)
+        self.cursor = (*self.cursor[:3], 0, self.cursor[4])
 
     def place(self, states, counters):
         """States and counters where the mesh wants them. The partitioner may return a
@@ -122,10 +150,24 @@ class Run:
             return states, counters
         return put((states, counters), (self.placement[0], self.placement[1]))
 
+    def place_moments(self, moments):
+        """The predictive moments (leaves (chains, ...)) split over the mesh's chains."""
+        if self.placement is None or moments is None:
+            return moments
+        return put(moments, self.placement[1])
+
     def kept(self) -> int:
-        """Draws per chain kept by the steps the cursor accounts for."""
+        """Draws per chain stored by the steps the cursor accounts for."""
         s = self.settings
-        return kept_by(self.cursor[2], s.burn_in, s.num_draws, s.thin)
+        if self.mask is None:
+            return 0
+        return kept_by(self.cursor[2], s.burn_in, s.num_draws, s.thin, self.mask)
+
+    def kept_in(self, block: Block, t0: int) -> np.ndarray:
+        """Indices within ``block`` (from step ``t0``) of the draws it stores."""
+        if self.mask is None:
+            return np.zeros(0, np.int64)
+        return kept_in(block, t0, self.settings.burn_in, self.settings.thin, self.mask)
 
     def result(self, max_step: int | None = None) -> Result:
         states, counters = self.cursor[:2]
@@ -148,13 +190,18 @@ class Run:
         meta = {k: getattr(s, k) for k in ("num_steps", "burn_in", "thin", "seed",
                                            "num_chains", "prng")}
         meta.update({k: getattr(s, k) for k in ("checkpoint", "stream_to") if getattr(s, k)})
+        if not s.store_draws:
+            meta["store_draws"] = False
         meta.update(self.sampler.meta())
         meta.update(compile_time=self.compile_time, sampling_time=self.sampling_time,
                     sampler=self.sampler.name, draws_per_block=self.draws_per_block,
                     num_data=self.problem.num_data, grad_evals_total=total.tolist())
+        moments = self.cursor[4]
+        predictive = None if moments is None else pool_moments(
+            *(to_host(x) for x in (moments.count, moments.mean, moments.m2)))
         return Result(samples, {"grad_evals": info["grad_evals"], "step": steps,
                                 **{k: v for k, v in info.items() if k != "grad_evals"}},
-                      meta, final_state=states)
+                      meta, final_state=states, predictive=predictive)
 
     def save_checkpoint(self) -> str:
         """Write a checkpoint at the cursor: the state, and where the draws are — the stream,
@@ -164,8 +211,8 @@ class Run:
         Raises:
             StorageError: a write failed (the draws kept so far are in its result).
         """
-        states, counters, t0, _ = self.cursor
-        leaves = jax.tree.leaves((states, counters))
+        states, counters, t0, _, moments = self.cursor
+        leaves = jax.tree.leaves((states, counters, moments))
         arrays = {f"state/{i}": to_host(x) for i, x in enumerate(leaves)}
         count = self.kept()
         path = self.settings.checkpoint
@@ -184,6 +231,9 @@ class Run:
                 mirror.folder, os.path.dirname(os.path.abspath(path)))
             header = {"settings": settings, "positions": self.position_spec, "t0": t0,
                       "kept": count, "draws_folder": folder,
+                      "predict": None if moments is None else {
+                          "shape": list(moments.mean.shape[1:]),
+                          "dtype": str(moments.mean.dtype)},
                       "num_state_leaves": len(leaves), "compile_time": self.compile_time,
                       "sampling_time": self.sampling_time,
                       "fingerprint": dict(ckpt.fingerprint(*self.given), probe=ckpt.probe(
@@ -228,7 +278,7 @@ def execute(run: Run, progress: bool | None) -> Result:
     so that a Ctrl-C is answered promptly and a crash loses little; checkpoints keep the
     cadence of the original blocks."""
     problem, sampler, s = run.problem, run.sampler, run.settings
-    states, counters, t0, _ = run.cursor
+    states, counters, t0, _, moments = run.cursor
     every = s.checkpoint_every or s.draws_per_block * s.thin
     last_checkpoint = t0
     sampled_before, paused = run.sampling_time, 0.0
@@ -248,12 +298,13 @@ def execute(run: Run, progress: bool | None) -> Result:
         upcoming = pool.submit(buffer, 0) if pool else None
         # Compile up front (and only the programs the rest of the plan uses), so that
         # compile_time holds all compilation and sampling_time none.
-        args = (problem, sampler, states, counters, run.run_keys, np.int32(0))
+        args = (problem, sampler, states, counters, run.run_keys, np.int32(0), moments,
+                run.window)
         programs = _compile(run, args, {})
         # The sinks' arrays or files, for blocks shaped as the program's: a full disk
         # shows here, before any sampling.
         out = getattr(programs.get("full") or programs.get("partial"), "out_info", None)
-        if out is not None:
+        if out is not None and s.store_draws:
             empty = _host_block(jax.tree.map(lambda s: np.zeros((0, *s.shape[1:]), s.dtype),
                                              out[2]), 0, 0)
             for sink in (run.sink, run.mirror):
@@ -265,8 +316,9 @@ def execute(run: Run, progress: bool | None) -> Result:
         t_run = time.perf_counter()
         interrupt.install()
         while run.cursor[3] < len(run.plan):
-            states, counters, t0, i = run.cursor
+            states, counters, t0, i, moments = run.cursor
             n_draws, steps, static, drop = run.plan[i]
+            kept = run.kept_in(run.plan[i], t0)
             data = problem
             if pool:
                 try:
@@ -279,13 +331,16 @@ def execute(run: Run, progress: bool | None) -> Result:
             try:
                 # NumPy scalars: creating device scalars costs ~0.1 ms each here.
                 if static:
-                    states, counters, buf = programs["full"](
-                        data, sampler, states, counters, run.run_keys, np.int32(t0))
+                    states, counters, buf, moments = programs["full"](
+                        data, sampler, states, counters, run.run_keys, np.int32(t0), moments,
+                        run.window)
                 else:
-                    states, counters, buf = programs["partial"](
+                    states, counters, buf, moments = programs["partial"](
                         data, sampler, states, counters, run.run_keys, np.int32(t0),
-                        np.int32(n_draws), np.int32(steps))
-                host = _host_block(buf, drop, n_draws) if drop < n_draws else None
+                        np.int32(n_draws), np.int32(steps), moments, run.window)
+                host = _host_block(buf, drop, n_draws) if len(kept) else None
+                if host is not None and len(kept) < n_draws - drop:  # keeps(t) dropped some
+                    host = _select(host, kept - drop)
                 jax.block_until_ready(counters)  # (a burn-in block has no host transfer)
             except jax.errors.JaxRuntimeError as err:
                 # Streamed rows read for a full pass by a host callback of the program
@@ -295,9 +350,9 @@ def execute(run: Run, progress: bool | None) -> Result:
                     raise
                 raise run.data_error(failure) from err
             if host is not None:  # sliced on the host: an eager device slice costs more
-                run.store(run.sink.append, *host,
-                          t0 + steps * np.arange(drop + 1, n_draws + 1))
-            run.cursor = (*run.place(states, counters), t0 + n_draws * steps, i + 1)
+                run.store(run.sink.append, *host, t0 + steps * (kept + 1))
+            run.cursor = (*run.place(states, counters), t0 + n_draws * steps, i + 1,
+                          run.place_moments(moments))
             bad = to_host(counters.bad_step)  # also waits for the block to finish
             seconds = time.perf_counter() - t_block
             run.sampling_time = sampled_before + time.perf_counter() - t_run - paused
@@ -360,13 +415,14 @@ def _compile(run: Run, args: tuple, programs: dict) -> dict:
     length, into a buffer of at least the plan's largest partial block)."""
     t_start = time.perf_counter()
     n, thin = run.draws_per_block, run.settings.thin
+    static = {"predict": run.predict, "store": run.settings.store_draws}
     programs = dict(programs)
     if any(b.full for b in run.plan) and programs.get("full_draws") != n:
-        programs["full"] = run_block.lower(*args, n_draws=n, thin=thin).compile()
+        programs["full"] = run_block.lower(*args, n_draws=n, thin=thin, **static).compile()
         programs["full_draws"] = n
     if not all(b.full for b in run.plan) and programs.get("partial_draws", 0) < n:
-        programs["partial"] = run_steps.lower(*args, np.int32(1), np.int32(1),
-                                              max_draws=n).compile()
+        programs["partial"] = run_steps.lower(*args[:6], np.int32(1), np.int32(1), *args[6:],
+                                              max_draws=n, **static).compile()
         programs["partial_draws"] = n
     run.compile_time += time.perf_counter() - t_start
     return programs
@@ -403,6 +459,13 @@ def _host_block(buf: dict, drop: int, n_draws: int) -> tuple[PyTree, dict]:
     host = jax.tree.map(lambda b: np.swapaxes(to_host(b)[drop:n_draws], 0, 1), buf)
     evals = (host["evals_hi"].astype(np.int64) << 32) + host["evals_lo"].astype(np.int64)
     return host["position"], {"grad_evals": evals, **host["stats"]}
+
+
+def _select(host: tuple[PyTree, dict], index: np.ndarray) -> tuple[PyTree, dict]:
+    """A host block's draws (draw axis second) at ``index`` only."""
+    samples, info = host
+    return (jax.tree.map(lambda x: x[:, index], samples),
+            {k: v[:, index] for k, v in info.items()})
 
 
 def want_progress(progress: bool | None) -> bool:
