@@ -8,6 +8,8 @@ survive a checkpoint resume, and not need the draws stored at all (``store_draws
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -21,7 +23,9 @@ from test_keeps import Alternating
 X, Y, _ = sgmc.models.synthetic_linear_data(100, 3, correlation=0.3, seed=2)
 X_TEST = X[:6]
 INIT = jnp.zeros(3)
-RUN = dict(num_steps=400, num_chains=3, burn_in=25, thin=3, seed=8)
+# 8 burn-in draws and 120 kept (before a kernel's keeps): blocks of 16 draws are all full,
+# so each run compiles one program (compilation is most of these tests' time).
+RUN = dict(num_steps=384, num_chains=3, burn_in=24, thin=3, seed=8, draws_per_block=16)
 
 
 def problem():
@@ -61,10 +65,16 @@ KERNELS = {
 }
 
 
+@functools.cache
+def run(kernel: str, store: bool = True, with_predict: bool = True) -> sgmc.Result:
+    """The run of RUN with ``kernel`` (shared by the tests)."""
+    return sgmc.sample(problem(), KERNELS[kernel](), INIT, **RUN, store_draws=store,
+                       predict=predict if with_predict else None)
+
+
 @pytest.mark.parametrize("kernel", sorted(KERNELS))
 def test_predictive_equals_the_stored_draws_average(kernel):
-    res = sgmc.sample(problem(), KERNELS[kernel](), INIT, **RUN, draws_per_block=16,
-                      predict=predict)
+    res = run(kernel)
     assert_matches_draws(res)
     if kernel == "keeps-mask":
         assert res.num_draws < (RUN["num_steps"] - RUN["burn_in"]) // RUN["thin"]
@@ -78,18 +88,13 @@ def test_one_chain_and_leftover_blocks():
 
 
 def test_predict_does_not_change_the_draws():
-    plain = sgmc.sample(problem(), KERNELS["sgld"](), INIT, **RUN, draws_per_block=16)
-    res = sgmc.sample(problem(), KERNELS["sgld"](), INIT, **RUN, draws_per_block=16,
-                      predict=predict)
+    plain, res = run("sgld", with_predict=False), run("sgld")
     np.testing.assert_array_equal(np.asarray(res.samples), np.asarray(plain.samples))
     assert plain.predictive is None
 
 
 def test_store_draws_false_stores_nothing_and_gives_the_same_predictive(tmp_path):
-    stored = sgmc.sample(problem(), KERNELS["keeps-mask"](), INIT, **RUN, draws_per_block=16,
-                         predict=predict)
-    res = sgmc.sample(problem(), KERNELS["keeps-mask"](), INIT, **RUN, draws_per_block=16,
-                      predict=predict, store_draws=False)
+    stored, res = run("keeps-mask"), run("keeps-mask", store=False)
     assert res.num_draws == 0 and np.asarray(res.samples).shape == (RUN["num_chains"], 0, 3)
     assert res.meta["store_draws"] is False
     for k, v in stored.predictive.items():
@@ -117,14 +122,14 @@ def _interrupt_after(n, append):
 @pytest.mark.parametrize("store", [True, False], ids=["draws", "no-draws"])
 def test_predictive_through_a_resume(tmp_path, monkeypatch, store):
     kernel = KERNELS["keeps-mask"]
-    args = dict(RUN, draws_per_block=8, predict=predict, store_draws=store)
-    full = sgmc.sample(problem(), kernel(), INIT, **args)
+    args = dict(RUN, predict=predict, store_draws=store)
+    full = run("keeps-mask", store)
     path = tmp_path / "run.ckpt"
     if store:
         monkeypatch.setattr(_store.MemorySink, "append",
                             _interrupt_after(4, _store.MemorySink.append))
         with pytest.raises(sgmc.Interrupted):
-            sgmc.sample(problem(), kernel(), INIT, **args, checkpoint=path, checkpoint_every=24)
+            sgmc.sample(problem(), kernel(), INIT, **args, checkpoint=path, checkpoint_every=48)
         monkeypatch.undo()
     else:  # nothing is stored: stop the run at its second checkpoint instead
         from sgmc.driver import run as run_mod
@@ -140,7 +145,7 @@ def test_predictive_through_a_resume(tmp_path, monkeypatch, store):
 
         monkeypatch.setattr(run_mod.Run, "save_checkpoint", stop_after_second)
         with pytest.raises(KeyboardInterrupt):
-            sgmc.sample(problem(), kernel(), INIT, **args, checkpoint=path, checkpoint_every=24)
+            sgmc.sample(problem(), kernel(), INIT, **args, checkpoint=path, checkpoint_every=48)
         monkeypatch.undo()
     header, _ = sgmc.checkpoint.read(path)
     assert 0 < header["t0"] < RUN["num_steps"]
@@ -195,8 +200,9 @@ def test_a_pytree_draw_reaches_predict_whole():
         lambda p: -0.5 * (jnp.sum(p["w"] ** 2) + p["b"] ** 2),
         data={"x": X, "y": Y})
     init = {"w": jnp.zeros(3), "b": jnp.zeros(())}
-    res = sgmc.sample(posterior, sgmc.sgld(1e-3, batch_size=10), init, num_steps=120,
-                      num_chains=2, thin=2, predict=lambda p: X_TEST @ p["w"] + p["b"])
+    res = sgmc.sample(posterior, sgmc.sgld(1e-3, batch_size=10), init, num_steps=64,
+                      num_chains=2, thin=2, draws_per_block=8,
+                      predict=lambda p: X_TEST @ p["w"] + p["b"])
     f = (np.einsum("nk,cdk->cdn", np.asarray(X_TEST), np.asarray(res.samples["w"]))
          + np.asarray(res.samples["b"])[..., None])
     np.testing.assert_allclose(res.predictive["mean"], f.reshape(-1, 6).mean(0), rtol=1e-5,
