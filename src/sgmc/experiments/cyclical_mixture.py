@@ -20,9 +20,10 @@ Measures, per chain over its kept draws: a mode is *visited* if some draw lies w
 r = 0.5 (≈ 2.9 sd) of its centre (the claim's measure) and *occupied* if at least 1 % of the
 draws do (a stricter one: a pass through a mode does not count); also the fraction of draws
 on some mode and the total variation of the mode weights to 1/25. Mean ± SE over 48 chains
-(quick: 16); effects are paired differences (shared starts), judged by
-:mod:`sgmc.experiments.verdict`. Two comparisons not in the paper: cSGLD with a longer
-noise-free exploration (β = 0.25) and SGLD at the constant step η = 0.043 (no decay).
+(quick: 12 chains × 8,000 steps, 5 cycles); effects are paired differences (shared
+starts), judged by :mod:`sgmc.experiments.verdict`. Two comparisons not in the paper:
+cSGLD with a longer noise-free exploration (β = 0.25) and SGLD at the constant step
+η = 0.043 (no decay).
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ def mode_stats(draws: np.ndarray, radius: float = RADIUS) -> dict:
 
 
 def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0, data_root=None) -> dict:
-    num_steps, num_cycles, chains = (10_000, 6, 16) if quick else (50_000, 30, 48)
+    num_steps, num_cycles, chains = (8_000, 5, 12) if quick else (50_000, 30, 48)
     post = mixture_problem(seed)
     starts = np.random.default_rng(seed + 1).uniform(-10.0, 10.0, (chains, 2)).astype(
         np.float32)
