@@ -208,3 +208,20 @@ def test_a_pytree_draw_reaches_predict_whole():
     np.testing.assert_allclose(res.predictive["mean"], f.reshape(-1, 6).mean(0), rtol=1e-5,
                                atol=1e-6)
     assert jax.tree.structure(res.samples) == jax.tree.structure(init)
+
+
+class Unhashable:
+    """A callable that cannot be hashed (as an Equinox module holding arrays)."""
+
+    __hash__ = None
+
+    def __init__(self, x):
+        self.x = x
+
+    def __call__(self, theta):
+        return jnp.tanh(self.x @ theta)
+
+
+def test_an_unhashable_callable_is_a_predict():
+    res = sgmc.sample(problem(), KERNELS["sgld"](), INIT, **RUN, predict=Unhashable(X_TEST))
+    np.testing.assert_array_equal(res.predictive["mean"], run("sgld").predictive["mean"])

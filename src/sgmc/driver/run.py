@@ -415,7 +415,8 @@ def _compile(run: Run, args: tuple, programs: dict) -> dict:
     length, into a buffer of at least the plan's largest partial block)."""
     t_start = time.perf_counter()
     n, thin = run.draws_per_block, run.settings.thin
-    static = {"predict": run.predict, "store": run.settings.store_draws}
+    static = {"predict": None if run.predict is None else _ByIdentity(run.predict),
+              "store": run.settings.store_draws}
     programs = dict(programs)
     if any(b.full for b in run.plan) and programs.get("full_draws") != n:
         programs["full"] = run_block.lower(*args, n_draws=n, thin=thin, **static).compile()
@@ -459,6 +460,20 @@ def _host_block(buf: dict, drop: int, n_draws: int) -> tuple[PyTree, dict]:
     host = jax.tree.map(lambda b: np.swapaxes(to_host(b)[drop:n_draws], 0, 1), buf)
     evals = (host["evals_hi"].astype(np.int64) << 32) + host["evals_lo"].astype(np.int64)
     return host["position"], {"grad_evals": evals, **host["stats"]}
+
+
+class _ByIdentity:
+    """``predict`` as a static argument of the compiled programs: hashed by identity, so
+    that any callable passes (an Equinox module or a partial holding arrays is not
+    hashable by value)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+
+    def __call__(self, draw):
+        return self.fn(draw)
 
 
 def _select(host: tuple[PyTree, dict], index: np.ndarray) -> tuple[PyTree, dict]:
