@@ -225,3 +225,12 @@ class Unhashable:
 def test_an_unhashable_callable_is_a_predict():
     res = sgmc.sample(problem(), KERNELS["sgld"](), INIT, **RUN, predict=Unhashable(X_TEST))
     np.testing.assert_array_equal(res.predictive["mean"], run("sgld").predictive["mean"])
+
+
+def test_draws_longer_than_a_chunk_of_randomness():
+    """thin above the steps whose randomness is drawn at once (256 here): a draw spans
+    several chunks (the loop's other branch, as for a large network's draws)."""
+    res = sgmc.sample(problem(), KERNELS["sgld"](), INIT, num_steps=3_000, num_chains=2,
+                      burn_in=600, thin=300, draws_per_block=2, predict=predict)
+    assert res.num_draws == 8
+    assert_matches_draws(res)
