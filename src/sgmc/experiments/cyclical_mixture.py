@@ -93,12 +93,11 @@ def samplers(num_steps: int, num_cycles: int) -> dict:
 
 
 def kept_draws(res, kernel, num_steps: int) -> np.ndarray:
-    """(chains, kept, 2): the draws the kernel keeps. The driver drops the draws of steps where
-    ``kernel.keeps`` is False; a driver that does not yet keeps them all, and they are dropped
-    here instead (every step is a draw: no burn-in, thin = 1)."""
+    """(chains, kept, 2): the draws of a run without burn-in or thinning, of which the driver
+    kept those after the steps where ``kernel.keeps`` is True (cSGLD's sampling stages)."""
     x = np.asarray(res.samples, np.float64)
-    mask = np.asarray(kernel.keeps(jnp.arange(num_steps)))
-    return x if x.shape[1] == mask.sum() else x[:, mask]
+    assert x.shape[1] == np.asarray(kernel.keeps(jnp.arange(num_steps))).sum()
+    return x
 
 
 def mode_counts(draws: np.ndarray, radius: float = RADIUS) -> np.ndarray:
