@@ -54,6 +54,7 @@ from sgmc.dynamics.base import Integrator, StepParams
 from sgmc.estimators.base import GradientEstimator
 from sgmc.kernel import REDUCTIONS, Kernel, check_info
 from sgmc.rng import Rng, record, replay
+from sgmc.sampler import sgnht
 
 N, D, B = 40, 3, 4          # data, dimension, minibatch
 H, FR = 1e-3, 10.0          # step size, friction (FR · H < 1 for the Euler integrators)
@@ -98,6 +99,10 @@ def _sghmc(integrator):
     return lambda **kw: sgmc.sghmc(H, friction=FR, integrator=integrator, **kw)
 
 
+def _sgnht(**kw):
+    return sgnht(H, diffusion=FR, **kw)
+
+
 #: A factory taking sgld's keywords (batch_size, temperature, estimator) and
 #: ``init_momentum`` (ignored without a momentum).
 INTEGRATORS = {
@@ -106,6 +111,7 @@ INTEGRATORS = {
     "sghmc-explicit": _sghmc("explicit"),
     "sghmc-splitting": _sghmc("splitting"),
     "psgld": _psgld,
+    "sgnht": _sgnht,
 }
 
 #: (factory of a kernel from a sampler, temperatures (None: the sampler's own),
@@ -241,8 +247,8 @@ def _shapes(tree):
 def _combinations():
     """The whole product, parameterised. XLA:CPU compiles one program per combination in
     2–10 s (nearly all of this file's runtime), so by default a covering subset runs: with
-    the c-th coupling, estimator e pairs with integrator (e + c) mod 5 — every estimator
-    and every integrator under every coupling, and 28 of the 35 estimator × integrator
+    the c-th coupling, estimator e pairs with integrator (e + c) mod 6 — every estimator
+    and every integrator under every coupling, and 28 of the 42 estimator × integrator
     pairs — and the rest of the product is marked ``slow`` (``make test-slow`` runs all)."""
     out = []
     for c, cpl in enumerate(COUPLINGS):

@@ -18,14 +18,22 @@ import jax.numpy as jnp
 
 from . import _validate as check
 from ._pytree import pytree_dataclass, static
-from .dynamics import INIT_MOMENTA, INTEGRATORS, PSGLD, Langevin, StepParams, Underdamped
+from .dynamics import (
+    INIT_MOMENTA,
+    INTEGRATORS,
+    PSGLD,
+    Langevin,
+    NoseHoover,
+    StepParams,
+    Underdamped,
+)
 from .estimators import Batcher, Estimator, Uniform, uniform
 from .preconditioners import Identity, Preconditioner
 from .rng import Rng, as_rng
 from .schedules import Schedule, as_schedule
 
-__all__ = ["DEFAULT_FRICTION", "Sampler", "SamplerState", "check_stability", "psgld", "sghmc",
-           "sgld"]
+__all__ = ["DEFAULT_DIFFUSION", "DEFAULT_FRICTION", "Sampler", "SamplerState", "check_stability",
+           "psgld", "sghmc", "sgld", "sgnht"]
 
 #: SGHMC's friction D when a step size is given and the friction is not.
 DEFAULT_FRICTION = 10.0
@@ -276,3 +284,64 @@ def psgld(step_size: float | Schedule | None = None, batch_size: int | None = No
     a = check.real("alpha", alpha, lo=0.0, hi=1.0, hi_open=True)
     e = check.positive("eps", eps)
     return Sampler(PSGLD(a, e), estimator, schedule, tau, batch_size, "psgld")
+
+
+#: SGNHT's injected diffusion A (and the thermostat's starting value) by default.
+DEFAULT_DIFFUSION = 1.0
+
+
+def sgnht(step_size: float | Schedule | None = None, diffusion: float = DEFAULT_DIFFUSION,
+          batch_size: int | None = None, temperature: float = 1.0,
+          estimator: Estimator | None = None, init_momentum: str = "random",
+          preconditioner: Preconditioner | None = None, name: str = "sgnht") -> Sampler:
+    """The stochastic-gradient Nosé–Hoover thermostat, SGNHT (Ding, Fang, Babbush, Chen,
+    Skeel & Neven 2014, Algorithm 2), mass matrix P⁻¹ (unit mass unless a preconditioner
+    P = L Lᵀ is given; the state holds the whitened momentum q = Lᵀp and the thermostat ξ,
+    see :mod:`sgmc.dynamics.nosehoover`):
+
+        q_{k+1} = (1 − ξ_k h) q_k − h Lᵀ∇̃U(θ_k) + sqrt(2 A h τ) ζ_k,
+        θ_{k+1} = θ_k + h L q_{k+1},
+        ξ_{k+1} = ξ_k + h (q_{k+1}ᵀ q_{k+1} / d − τ),     ξ₀ = A.
+
+    The thermostat ξ, SGHMC's friction made a state variable, settles where the kinetic
+    energy per coordinate is τ — at ξ* ≈ A + hB/(2τ) for gradient noise of variance B per
+    coordinate — so unknown (isotropic) gradient noise is corrected without being
+    estimated. One gradient estimate per step, as SGHMC.
+
+    Args:
+        step_size: h > 0, a float or a schedule from :mod:`sgmc.schedules`. Required:
+            :func:`sgmc.warmup` tunes sgld, sghmc and psgld only, so None is refused.
+        diffusion: A > 0, the injected noise's diffusion and ξ's initial value, with
+            diffusion · h < 1 (the momentum contracts at the start; the adapted
+            ξ* = A + hB/(2τ) must stay below 1/h too, which is not checked).
+        batch_size: minibatch size n ∈ [1, N]; ``None`` uses the full data.
+        temperature: τ ≥ 0. At τ = 0 ξ never decreases (target kinetic energy 0): with
+            stochastic gradients it grows without bound, see :mod:`sgmc.dynamics.nosehoover`.
+        estimator: gradient estimator, default :func:`sgmc.uniform`; every estimator works,
+            EWSG included (the kick given the state is SGHMC's Euler kick with D = ξ_k).
+        init_momentum: ``"random"`` draws q₀ from its stationary law N(0, τ I); ``"zero"``
+            starts from q₀ = 0.
+        preconditioner: a constant P = M⁻¹ from :mod:`sgmc.preconditioners` (default
+            identity); the thermostat then acts on the whitened kinetic energy qᵀq.
+        name: the sampler's name (in results and reports), a non-empty string.
+
+    Raises:
+        ValueError: ``step_size`` None or ≤ 0, ``diffusion`` ≤ 0, diffusion · step_size ≥ 1,
+            ``init_momentum`` not ``"random"``/``"zero"``, and the checks every factory makes
+            (batch size, temperature, estimator).
+    """
+    if step_size is None:
+        raise ValueError("step_size must be given to sgnht (h > 0): sgmc.warmup tunes sgld, "
+                         "sghmc and psgld only")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty string, got {name!r}")
+    schedule, batch_size, tau, estimator = _common(step_size, batch_size, temperature, estimator)
+    a = check.positive("diffusion", diffusion)
+    check.choice("init_momentum", init_momentum, INIT_MOMENTA)
+    h = schedule.max_value()
+    if a * h >= 1.0:
+        raise ValueError(f"diffusion * step_size must be < 1 for sgnht (ξ starts at the "
+                         f"diffusion A, and the momentum contracts only while ξ h < 1); got "
+                         f"{a} * {h} = {a * h:g}. Lower one of them")
+    dynamics = NoseHoover(a, init_momentum, _preconditioner(preconditioner))
+    return Sampler(dynamics, estimator, schedule, tau, batch_size, name)

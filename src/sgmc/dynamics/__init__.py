@@ -2,6 +2,7 @@
 
 from .base import StepParams
 from .langevin import Langevin, LangevinState
+from .nosehoover import NoseHoover, NoseHooverState
 from .psgld import PSGLD, PSGLDState
 from .underdamped import INIT_MOMENTA, INTEGRATORS, Underdamped, UnderdampedState
 
@@ -11,6 +12,8 @@ __all__ = [
            "PSGLD",
            "Langevin",
            "LangevinState",
+           "NoseHoover",
+           "NoseHooverState",
            "PSGLDState",
            "StepParams",
            "Underdamped",

@@ -1,0 +1,311 @@
+"""SGNHT (:func:`sgmc.sampler.sgnht`, :mod:`sgmc.dynamics.nosehoover`) against exact answers.
+
+**The prediction.** On a Gaussian target U(θ) = ½(θ − μ)ᵀΛ(θ − μ) a step with the thermostat
+held at ξ is linear in the centred state (θ, p):
+
+    p' = (1 − ξh) p − hΛθ + w,   θ' = θ + h p',   Cov(w) = 2Ahτ I + h²V,
+
+(V the minibatch-gradient noise covariance, ``linear_gaussian.gradient_noise_cov``), whose
+stationary covariance C(ξ) solves a discrete Lyapunov equation. The thermostat's update
+ξ' = ξ + h(p'ᵀp'/d − τ) has zero mean increment exactly when tr C_pp(ξ)/d = τ, which fixes
+ξ* (:func:`predict`); C_θθ(ξ*) is SGNHT's stationary covariance with ξ's fluctuations
+(sd ≈ √(τ/d), a few per cent of ξ* here) neglected. This is the sampler's *known bias* at
+step h: O(ξh) from the scheme — the kinetic energy is measured on p_{k+1}, whose stationary
+variance under semi-implicit Euler exceeds τ by ≈ ξhτ/2 even when θ's is exact, so the
+thermostat over-damps by that much — plus, with minibatches, the part of V that one scalar
+ξ cannot absorb (V's anisotropy). Tolerances are then as in ``test_gaussian_posterior``:
+Monte Carlo error from the ESS (``linear_gaussian.moment_check``: k·√(d/ESS) in whitened
+spectral norm, z-scores for the means) plus that bias.
+
+**The key property (test (b)).** U = ½λ‖θ‖² in d = 10 coordinates, with a minibatch gradient
+whose noise is exactly isotropic, independent of θ and known: per-datum energies
+½κ‖θ − x_i‖² with data x_i centred and whitened to covariance s²I, so that the uniform
+estimate with replacement has noise of variance B = (N²/n) κ² s² in every coordinate.
+SGHMC with friction D that ignores the noise inflates the variance by
+g = 1 + hB/(2Dτ) (exactly: ``sgmc.tuning.inflation("euler", h, λ, τ, D, B)``), here 2.
+SGNHT with A = D at the same h raises ξ to ξ* ≈ A + hB/(2τ) and samples within its small
+known bias. The variance ratio Var(θ)λ/τ is estimated from 32 independent chains; its
+standard error is the spread of the 32 chain means / √32 (the coordinates share ξ and are
+not independent, so the chains are the honest unit).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.linalg import solve_discrete_lyapunov
+from scipy.optimize import brentq
+
+import sgmc
+from linear_gaussian import gradient_noise_cov, moment_check
+from sgmc import _store
+from sgmc.dynamics import NoseHoover, NoseHooverState
+from sgmc.dynamics.base import Integrator
+from sgmc.sampler import sgnht
+
+# The Gaussian posterior of (a) and (c): precision eigenvalues 2.4 … 5.3, minibatch noise
+# V with eigenvalues 13 … 45 at batch 50; A h = 0.05.
+N, D, NOISE, BATCH = 500, 4, 15.0, 50
+H, A = 0.02, 2.5
+
+
+def predict(prec, V, h, diffusion, tau=1.0, chol=None):
+    """(ξ*, C_θθ): the thermostat's balance point and SGNHT's stationary covariance of θ on
+    a Gaussian of precision ``prec`` with gradient noise ``V`` (module docstring). With a
+    preconditioner P = L Lᵀ (``chol`` = L) the scheme is the plain one in z = L⁻¹θ."""
+    d = prec.shape[0]
+    L = np.eye(d) if chol is None else chol
+    pz, vz, eye = L.T @ prec @ L, L.T @ V @ L, np.eye(d)
+
+    def lyap(xi):
+        F = np.block([[eye - h * h * pz, h * (1 - xi * h) * eye], [-h * pz, (1 - xi * h) * eye]])
+        G = np.vstack([h * eye, eye])
+        return solve_discrete_lyapunov(F, G @ (2 * diffusion * h * tau * eye + h * h * vz) @ G.T)
+
+    xi = brentq(lambda x: np.trace(lyap(x)[d:, d:]) / d - tau, 0.5 * diffusion, 0.999 / h)
+    return xi, L @ lyap(xi)[:d, :d] @ L.T
+
+
+def _bias(cov, sigma):
+    Li = np.linalg.inv(np.linalg.cholesky(sigma))
+    return np.linalg.norm(Li @ cov @ Li.T - np.eye(len(sigma)), 2)
+
+
+@pytest.fixture(scope="module")
+def target():
+    X, y, _ = sgmc.models.synthetic_linear_data(N, D, correlation=0.3, noise_std=NOISE, seed=3)
+    mu, sigma = sgmc.models.linear_regression_posterior(X, y, noise_std=NOISE)
+    return {"post": sgmc.models.linear_regression(X, y, noise_std=NOISE), "mu": mu,
+            "sigma": sigma, "prec": np.linalg.inv(sigma),
+            "V": gradient_noise_cov(X, y, mu, NOISE, BATCH)}
+
+
+def _run(target, sampler, steps=6_000, chains=32, seed=0):
+    return sgmc.sample(target["post"], sampler, init=jnp.asarray(target["mu"], jnp.float32),
+                       num_steps=steps, num_chains=chains, burn_in=1_000, thin=5, seed=seed)
+
+
+def _assert_accurate(r, bias):
+    """Means within Monte Carlo error; covariance within the known bias + Monte Carlo."""
+    assert np.all(r["mean_err"] <= r["mean_tol"]), r
+    assert r["cov_err_exact"] <= bias + r["mc_tol"], r
+    assert r["mc_tol"] < 0.25, r   # the budget buys a tolerance that means something
+
+
+# ---------------------------------------------------------------------------------------
+# (a) the exact posterior, exact gradients and minibatches
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("batch_size", [None, BATCH], ids=["exact", "minibatch"])
+def test_reproduces_exact_posterior(target, batch_size):
+    res = _run(target, sgnht(H, diffusion=A, batch_size=batch_size))
+    V = target["V"] if batch_size else np.zeros((D, D))
+    xi_star, pred = predict(target["prec"], V, H, A)
+    r = moment_check(res.samples, target["mu"], target["sigma"], pred)
+    assert r["bias"] < 0.08, "the step is not 'small': the test would not be sharp"
+    _assert_accurate(r, r["bias"])
+    assert r["cov_err_pred"] <= r["mc_tol"], r   # and its own prediction within MC alone
+    # The thermostat sits at its balance point: over chains its mean is within 5 sd/√chains.
+    xi = np.asarray(res.final_state.dyn.thermostat, np.float64)
+    assert abs(xi.mean() - xi_star) < 5 * xi.std(ddof=1) / np.sqrt(xi.size), (xi, xi_star)
+    per_step = batch_size or N
+    assert res.info["grad_evals"][0, -1] == 6_000 * per_step
+
+
+def test_preconditioned_stiff_posterior():
+    """Whitened momentum, thermostat on the whitened kinetic energy: with P = Σ a stiff
+    posterior (precision ≈ 1e4, where h = 0.1 in raw coordinates would diverge) is sampled
+    as a unit Gaussian at h = 0.1; checked against the prediction in z = L⁻¹θ."""
+    X, y, _ = sgmc.models.synthetic_linear_data(10_000, 3, correlation=0.3, seed=1)
+    mu, sigma = sgmc.models.linear_regression_posterior(X, y)
+    post = sgmc.models.linear_regression(X, y)
+    h, a = 0.1, 2.0
+    sampler = sgnht(h, diffusion=a, preconditioner=sgmc.preconditioners.dense(sigma))
+    res = sgmc.sample(post, sampler, init=jnp.asarray(mu, jnp.float32), num_steps=4_000,
+                      num_chains=16, burn_in=500, thin=5, seed=2)
+    _, pred = predict(np.linalg.inv(sigma), np.zeros((3, 3)), h, a,
+                      chol=np.linalg.cholesky(sigma))
+    r = moment_check(res.samples, mu, sigma, pred)
+    _assert_accurate(r, r["bias"])
+    assert r["cov_err_pred"] <= r["mc_tol"], r
+
+
+# ---------------------------------------------------------------------------------------
+# (b) the thermostat absorbs gradient noise that SGHMC must be told about
+# ---------------------------------------------------------------------------------------
+
+def _noisy_mean_problem(n_data, dim, kappa, spread, prior_var):
+    """Per-datum energy ½κ‖θ − x_i‖² with x centred and whitened to covariance spread²·I:
+    the minibatch gradient's noise is (N/n)κ Σ_B (x̄ − x_i), independent of θ, of variance
+    B = (N²/n) κ² spread² per coordinate (with replacement), isotropic."""
+    z = np.random.default_rng(0).standard_normal((n_data, dim))
+    z -= z.mean(0)
+    z = z @ np.linalg.inv(np.linalg.cholesky(np.cov(z.T, bias=True))).T
+    return sgmc.Posterior(lambda th, x: -0.5 * kappa * jnp.sum((th - x) ** 2),
+                          lambda th: -0.5 * jnp.sum(th ** 2) / prior_var,
+                          jnp.asarray(spread * z, jnp.float32))
+
+
+def _variance_ratio(res, lam):
+    """Var(θ)·λ/τ (μ = 0 exactly) and its standard error from the independent chains."""
+    x = np.asarray(res.samples, np.float64)
+    per_chain = (x ** 2).mean(axis=(1, 2)) * lam
+    return per_chain.mean(), per_chain.std(ddof=1) / np.sqrt(per_chain.size)
+
+
+def test_thermostat_absorbs_unknown_gradient_noise():
+    n_data, dim, batch, kappa, prior_var = 1_000, 10, 10, 1e-3, 100.0
+    h, a, tau = 0.02, 1.0, 1.0
+    lam = n_data * kappa + 1.0 / prior_var          # ≈ 1: the thermostat adapts in ~B/2 steps
+    noise = 2.0 * a / h                              # B: SGHMC's predicted inflation 1 + hB/2D = 2
+    spread = np.sqrt(noise * batch) / (n_data * kappa)
+    problem = _noisy_mean_problem(n_data, dim, kappa, spread, prior_var)
+    run = dict(init=jnp.zeros(dim), num_steps=5_000, num_chains=32, burn_in=1_000, thin=5,
+               seed=1)
+
+    hmc = sgmc.sample(problem, sgmc.sghmc(h, friction=a, batch_size=batch), **run)
+    v_hmc, se_hmc = _variance_ratio(hmc, lam)
+    pred_hmc = sgmc.tuning.inflation("euler", h, lam, tau, a, noise)
+    assert pred_hmc > 1.9
+    # SGHMC is where the theory puts it, and far (many SE) from the target.
+    assert abs(v_hmc - pred_hmc) < 4 * se_hmc, (v_hmc, se_hmc, pred_hmc)
+    assert v_hmc - 1.0 > 20 * se_hmc and v_hmc > 1.5, (v_hmc, se_hmc)
+
+    nh = sgmc.sample(problem, sgnht(h, diffusion=a, batch_size=batch), **run)
+    v_nh, se_nh = _variance_ratio(nh, lam)
+    xi_star, pred = predict(lam * np.eye(1), noise * np.eye(1), h, a, tau)
+    pred_nh = pred[0, 0] * lam
+    assert abs(pred_nh - 1.0) < 0.03, "the known bias should be small at this h"
+    assert abs(v_nh - pred_nh) < 4 * se_nh, (v_nh, se_nh, pred_nh)
+    assert abs(v_nh - 1.0) < abs(pred_nh - 1.0) + 4 * se_nh, (v_nh, se_nh, pred_nh)
+    assert se_nh < 0.02, se_nh
+    # The thermostat went from A = 1 to ξ* ≈ A + hB/2τ = 2, where it fluctuates with sd
+    # √(τ/d) ≈ 0.32 (the continuous limit).
+    xi = np.asarray(nh.final_state.dyn.thermostat, np.float64)
+    assert abs(xi_star - (a + h * noise / (2 * tau))) < 0.1
+    assert abs(xi.mean() - xi_star) < 4 * xi.std(ddof=1) / np.sqrt(xi.size), (xi, xi_star)
+
+
+# ---------------------------------------------------------------------------------------
+# (c) every estimator; replica exchange
+# ---------------------------------------------------------------------------------------
+
+def _envelope(target):
+    """The known bias for an estimator whose noise lies between none and the uniform
+    minibatch's (SVRG, SAGA and EWSG reduce it): the larger of the two predicted biases."""
+    zero = np.zeros((D, D))
+    return max(_bias(predict(target["prec"], v, H, A)[1], target["sigma"])
+               for v in (zero, target["V"]))
+
+
+@pytest.mark.parametrize("estimator", ["svrg", "saga", "ewsg"])
+def test_every_estimator_is_accurate(target, estimator):
+    est = {"svrg": sgmc.svrg(period=50), "saga": sgmc.saga(), "ewsg": sgmc.ewsg()}[estimator]
+    res = _run(target, sgnht(H, diffusion=A, batch_size=BATCH, estimator=est), steps=4_000)
+    r = moment_check(res.samples, target["mu"], target["sigma"], np.asarray(target["sigma"]))
+    _assert_accurate(r, _envelope(target))
+    assert np.all(np.diff(np.asarray(res.info["grad_evals"][0])) > 0)
+
+
+def test_replica_exchange_cold_replica_is_accurate(target):
+    """τ = 1 and 2, swaps every 10 steps. With swaps at every step (the default) the cold
+    replica of an *underdamped* base comes out under-dispersed on this target whatever the
+    dynamics: measured (32 chains × 5000 steps, τ = (1, 1.3)) whitened covariance eigenvalues
+    0.75–0.82 for SGHMC with exact gradients and exact energies, 0.92–0.99 with
+    ``swap_every=25``, and SGLD unaffected — a property of the coupling with momenta left in
+    their slots, not of SGNHT, so this test swaps less often."""
+    base = sgnht(H, diffusion=A, batch_size=BATCH)
+    res = _run(target, sgmc.replica_exchange(base, [1.0, 2.0], swap_every=10), steps=3_500,
+               chains=16)
+    r = moment_check(res.samples, target["mu"], target["sigma"], np.asarray(target["sigma"]))
+    _assert_accurate(r, _envelope(target))
+    assert np.asarray(res.info["swaps"]).sum() > 0
+    # Each temperature slot keeps its own thermostat (dynamics state: it does not swap).
+    xi = np.asarray(res.final_state.dyn.thermostat)
+    assert xi.shape == (16, 2) and np.all(np.isfinite(xi))
+
+
+# ---------------------------------------------------------------------------------------
+# (d) validation; the contract; temperature 0; chains, thinning and checkpoints
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    (dict(step_size=0.1, diffusion=0.0), ValueError, r"diffusion must lie in \(0.0, inf\]"),
+    (dict(step_size=0.1, diffusion=-1.0), ValueError, "diffusion must lie in"),
+    (dict(step_size=0.1, diffusion="x"), TypeError, "diffusion must be a finite real"),
+    (dict(step_size=0.1, diffusion=20.0), ValueError, r"diffusion \* step_size must be < 1"),
+    (dict(step_size=0.1, init_momentum="hot"), ValueError,
+     r"init_momentum must be one of \('random', 'zero'\)"),
+    (dict(step_size=0.0), ValueError, r"step_size must lie in \(0.0, inf\]"),
+    (dict(step_size=-0.1), ValueError, "step_size must lie in"),
+    (dict(), ValueError, "step_size must be given to sgnht"),
+    (dict(step_size=0.1, temperature=-1.0), ValueError, "temperature must lie in"),
+    (dict(step_size=0.1, batch_size=0), ValueError, "batch_size must be an integer in"),
+    (dict(step_size=0.1, name=""), TypeError, "name must be a non-empty string"),
+    (dict(step_size=0.1, preconditioner="dense"), TypeError, "preconditioner must be"),
+])
+def test_validation(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        sgnht(**kwargs)
+
+
+def test_contract_and_defaults():
+    s = sgnht(0.01, name="my-sgnht")
+    assert isinstance(s.dynamics, NoseHoover) and isinstance(s.dynamics, Integrator)
+    assert s.name == "my-sgnht" and s.dynamics.diffusion == 1.0
+    assert s.dynamics.init_momentum == "random" and s.unset == ()
+
+
+def test_temperature_zero_thermostat_only_grows(target):
+    """τ = 0: no noise, target kinetic energy 0, so ξ never decreases (module docstring)."""
+    problem, mu = target["post"], jnp.asarray(target["mu"], jnp.float32)
+    kernel = sgnht(H, diffusion=A, temperature=0.0, batch_size=BATCH)
+    state = kernel.init(problem, mu + 0.5, jax.random.key(0))
+    assert float(state.dyn.thermostat) == A
+    assert np.all(np.asarray(state.dyn.momentum) == 0.0)   # N(0, τI) at τ = 0
+
+    @jax.jit
+    def run(state):
+        def body(s, t):
+            s, _ = kernel.step(problem, s, jax.random.fold_in(jax.random.key(1), t), t)
+            return s, s.dyn.thermostat
+        return jax.lax.scan(body, state, jnp.arange(200))
+
+    final, xis = run(state)
+    xis = np.asarray(xis)
+    assert np.all(np.diff(xis) >= 0.0) and xis[-1] > A
+    assert np.all(np.isfinite(np.asarray(final.position)))
+
+
+def test_chains_thinning_and_checkpoint_resume(target, tmp_path, monkeypatch):
+    """It is a dynamics inside Sampler: the driver's chains, thinning, counted gradients and
+    checkpoints work unchanged, and a resumed run is bitwise the uninterrupted one."""
+    sampler = sgnht(H, diffusion=A, batch_size=BATCH, init_momentum="zero")
+    run = dict(init=jnp.asarray(target["mu"], jnp.float32), num_steps=400, num_chains=3,
+               burn_in=100, thin=3, seed=4)
+    full = sgmc.sample(target["post"], sampler, **run)
+    assert full.samples.shape == (3, 100, D)
+    assert isinstance(full.final_state.dyn, NoseHooverState)
+    assert full.final_state.dyn.thermostat.shape == (3,)
+    assert full.info["grad_evals"][0, -1] == 400 * BATCH
+
+    path = tmp_path / "run.ckpt"
+    append = _store.MemorySink.append
+    calls = []
+
+    def interrupt(sink, *args):
+        append(sink, *args)
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(_store.MemorySink, "append", interrupt)
+    with pytest.raises(sgmc.Interrupted):
+        sgmc.sample(target["post"], sampler, **run, checkpoint=path, checkpoint_every=50)
+    monkeypatch.undo()
+    resumed = sgmc.resume(path, target["post"], sampler)
+    np.testing.assert_array_equal(np.asarray(resumed.samples), np.asarray(full.samples))
+    np.testing.assert_array_equal(np.asarray(resumed.final_state.dyn.thermostat),
+                                  np.asarray(full.final_state.dyn.thermostat))
