@@ -235,7 +235,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
     Returns:
         :class:`sgmc.Result` with ``samples`` (leaves shaped (num_chains, num_draws, ...)),
         ``info["grad_evals"]`` (cumulative per-example gradient evaluations at each draw)
-        and run metadata.
+        and run metadata; with ``predict``, ``predictive`` (see ``predict``).
 
     Raises:
         ValueError, TypeError: for bad arguments, before anything is compiled.

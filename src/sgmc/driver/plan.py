@@ -42,7 +42,8 @@ BLOCK_SECONDS = 1.0
 
 class Block(NamedTuple):
     """One compiled call: ``draws`` draws of ``steps`` steps each; ``full`` runs the
-    static-length program; the first ``drop`` draws are burn-in (dropped on the host)."""
+    static-length program; the first ``drop`` draws are burn-in (dropped on the host), and
+    so are those of the others that the kernel's ``keeps`` refuses (:func:`kept_in`)."""
 
     draws: int
     steps: int
