@@ -23,6 +23,7 @@ from . import (
 )
 from .constraints import Constraints
 from .coupling import cv_energy, exact_energy, geometric_ladder, minibatch_energy, replica_exchange
+from .cyclical import cyclical
 from .driver import resume, sample
 from .errors import CheckpointError, DataError, DivergenceError, Interrupted, StorageError
 from .estimators import control_variate, ewsg, saga, svrg, uniform
@@ -30,7 +31,7 @@ from .numpyro_model import NumPyroPosterior
 from .optimize import OptimizeResult, gd, gd_x_ld, ld, minimize, sgd, sgd_x_sgld, sgld_opt
 from .problem import Objective, Posterior
 from .result import Result
-from .sampler import psgld, sghmc, sgld
+from .sampler import psgld, sghmc, sgld, sgnht
 from .streaming import Stream
 from .warmup import warmup
 
@@ -39,9 +40,9 @@ __version__ = "0.1.0"
 __all__ = ["CheckpointError", "Constraints", "DataError", "DivergenceError", "Interrupted",
            "NumPyroPosterior", "Objective",
            "OptimizeResult", "Posterior", "Result", "StorageError", "Stream", "control_variate",
-           "coupling", "curvature", "cv_energy", "datasets", "diagnostics", "ewsg",
+           "coupling", "curvature", "cv_energy", "cyclical", "datasets", "diagnostics", "ewsg",
            "exact_energy", "gd", "gd_x_ld", "geometric_ladder", "ld",
            "metrics", "minibatch_energy", "minimize", "models", "objectives", "plots",
            "preconditioners", "psgld",
            "replica_exchange", "resume", "saga", "sample", "schedules", "sgd", "sgd_x_sgld",
-           "sghmc", "sgld", "sgld_opt", "svrg", "tuning", "uniform", "warmup"]
+           "sghmc", "sgld", "sgld_opt", "sgnht", "svrg", "tuning", "uniform", "warmup"]

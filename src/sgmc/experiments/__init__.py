@@ -23,6 +23,7 @@ class Experiment:
 def registry() -> dict[str, Experiment]:
     """All experiments by name (imported lazily: each pulls in its own dependencies)."""
     from . import (
+        cyclical_mixture,
         ewsg_classification,
         ewsg_gaussian,
         gdxld,
@@ -35,5 +36,6 @@ def registry() -> dict[str, Experiment]:
 
     exps = [*svrg_hmc.EXPERIMENTS, *ewsg_gaussian.EXPERIMENTS, *ewsg_classification.EXPERIMENTS,
             *vr_resgld_mixture.EXPERIMENTS, *vr_resghmc_classifier.EXPERIMENTS,
-            *gdxld.EXPERIMENTS, *svrg_hmc_bnn.EXPERIMENTS, *warmup_comparison.EXPERIMENTS]
+            *gdxld.EXPERIMENTS, *svrg_hmc_bnn.EXPERIMENTS, *warmup_comparison.EXPERIMENTS,
+            *cyclical_mixture.EXPERIMENTS]
     return {e.name: e for e in exps}
