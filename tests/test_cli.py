@@ -101,6 +101,10 @@ def test_demo_report_names_the_full_experiments(demo):
     assert len(names) == len(PAPERS)
     assert set(names) <= set(registry())
     assert "## 1." in md and "settings" in md
+    # the library tour names what lies beyond the papers
+    tour = md.split("## Beyond the papers", 1)[1]
+    for name in ("sgmc.warmup", "sgmc.sgnht", "sgmc.cyclical", "predict=fn"):
+        assert name in tour, name
 
 
 @pytest.mark.parametrize("seed", ["-1", "abc", "1.5", str(2**32)])

@@ -131,6 +131,11 @@ COUPLINGS = {
         make=lambda s: sgmc.replica_exchange(s, [1.0, 2.0], energy=sgmc.cv_energy(period=3)),
         temps=(1.0, 2.0), extra=lambda t: 4 * K * B + K * N * (t % 3 == 0),
         init_extra=K * N),
+    # Cyclical SG-MCMC: cycles of 2 steps, the first of each exploring at τ = 0; the base
+    # sampler's cost, except EWSG's, which explores with the plain minibatch gradient (B).
+    "cyclical": SimpleNamespace(make=lambda s: sgmc.cyclical(s, 2, num_steps=T), temps=None,
+                                extra=lambda t: 0, init_extra=0,
+                                exploring=lambda t: t % 2 == 0),
     # GD×LD: X at τ = 0, Y at τ = 1; the exact objective of both replicas every step.
     "greedy": SimpleNamespace(
         make=lambda s: sgmc.replica_exchange(s, [0.0, 1.0],
@@ -285,7 +290,7 @@ def _few_programs():
 def test_contract(post, est_name, int_name, cpl_name):
     kernel = _build(est_name, int_name, cpl_name)
     coupling = COUPLINGS[cpl_name]
-    sampler = kernel if cpl_name == "none" else kernel.sampler
+    sampler = getattr(kernel, "sampler", kernel)  # a coupling's base, or the kernel itself
     positions = _positions()
 
     # (1) protocols and the static members of the kernel contract.
@@ -296,7 +301,7 @@ def test_contract(post, est_name, int_name, cpl_name):
         assert isinstance(kernel.rule, ExchangeRule)
     assert isinstance(kernel.name, str) and kernel.name
     assert kernel.batch_size == B
-    assert kernel.num_replicas == (1 if cpl_name == "none" else K)
+    assert kernel.num_replicas == (1 if coupling.temps is None else K)
     assert isinstance(kernel.replica_stacked, tuple)
     assert set(kernel.info_spec.values()) <= set(REDUCTIONS)
     assert kernel.info_spec["grad_evals"] == "total"
@@ -335,6 +340,9 @@ def test_contract(post, est_name, int_name, cpl_name):
     assert evals.shape == (CHAINS, T)
     assert np.all(evals >= 1)
     per_step = ESTIMATORS[est_name][1]
+    if est_name.startswith("ewsg") and hasattr(coupling, "exploring"):
+        ewsg_cost = per_step
+        per_step = lambda t: B if coupling.exploring(t) else ewsg_cost(t)
     expected = [n_replicas * int(per_step(t)) + int(coupling.extra(t)) for t in range(T)]
     np.testing.assert_array_equal(evals, np.tile(expected, (CHAINS, 1)),
                                   err_msg="grad_evals differs from the documented count")

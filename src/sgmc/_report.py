@@ -40,6 +40,20 @@ def _header(quick: bool, seed: int, seconds: float, cpu_seconds: float) -> dict[
             "backend": f"{jax.default_backend()} ({jax.device_count()} device(s))"}
 
 
+#: The library beyond the four papers, listed at the end of the report: (what, how to try it).
+BEYOND_PAPERS = (
+    ("sgmc.warmup: step size, friction and a preconditioner chosen from the problem (no "
+     "hand-chosen step size), compared with the old hand rule on posteriordb",
+     "sgmc reproduce warmup-comparison; docs/tuning.md"),
+    ("sgmc.sgnht: the stochastic-gradient Nosé–Hoover thermostat (Ding et al. 2014), which "
+     "absorbs unknown gradient noise", "docs/dynamics.md, SGNHT"),
+    ("sgmc.cyclical: cyclical SG-MCMC (Zhang et al. 2020) over any sampler, draws kept in "
+     "the sampling stages only", "sgmc reproduce cyclical-mixture; docs/samplers.md"),
+    ("sample(..., predict=fn, store_draws=False): the Bayesian model average of predictions "
+     "accumulated inside the compiled loop, no draws stored", "docs/long-runs.md"),
+)
+
+
 def markdown(sections: list[Any], head: dict[str, str]) -> str:
     """The report as Markdown: the table, then one part per section with its figures."""
     lines = ["# sgmc demo: one small run of each paper's headline experiment", ""]
@@ -64,6 +78,8 @@ def markdown(sections: list[Any], head: dict[str, str]) -> str:
             lines += ["", f"![{s.paper}]({fig})"]
         lines += ["", "<details><summary>settings</summary>", "", "```json",
                   _settings_text(s.settings), "```", "", "</details>"]
+    lines += ["", "## Beyond the papers", ""]
+    lines += [f"- {what} — `{how}`" for what, how in BEYOND_PAPERS]
     return "\n".join(lines) + "\n"
 
 
@@ -125,6 +141,9 @@ def html_report(sections: list[Any], head: dict[str, str]) -> str:
         parts += [f"<p><img src='{e(f)}' alt='{e(s.paper)}'></p>" for f in s.figures]
         parts.append(f"<details><summary>settings</summary><pre>"
                      f"{e(_settings_text(s.settings))}</pre></details>")
+    parts.append("<h2>Beyond the papers</h2><ul>" + "".join(
+        f"<li>{e(what)} — <code>{e(how)}</code></li>" for what, how in BEYOND_PAPERS)
+        + "</ul>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

@@ -41,7 +41,7 @@ import numpy as np
 
 from . import DivergenceError, cv_energy, minibatch_energy, models, replica_exchange, sample, sgld
 from ._optional import arviz
-from ._report import write_report
+from ._report import BEYOND_PAPERS, write_report
 from .experiments import verdict as V
 from .plots import pyplot, save
 
@@ -610,6 +610,9 @@ def run_demo(out: str = "sgmc-demo", quick: bool = False, seed: int = 0) -> list
     paths = write_report(out, sections, quick=quick, seed=int(seed), seconds=total,
                          cpu_seconds=cpu)
     print(f"\nreport: {', '.join(paths)} ({total:.0f} s in all, {cpu:.0f} s of CPU time)")
+    print("\nBeyond the papers:")
+    for what, how in BEYOND_PAPERS:
+        print(f"- {what} ({how})")
     return sections
 
 
