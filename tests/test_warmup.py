@@ -178,6 +178,11 @@ def test_unset_sampler_errors_and_kept_settings():
         sgmc.warmup(POST, sgmc.sgld(batch_size=50), jnp.zeros(D), preconditioner="full")
     with pytest.raises(ValueError, match="batch_size"):
         sgmc.warmup(POST, sgmc.sgld(batch_size=N + 1), jnp.zeros(D))
+    # Dynamics and recipes it has no rules for are refused, not tuned as SGLD.
+    with pytest.raises(TypeError, match="sgnht"):
+        sgmc.warmup(POST, sgmc.sgnht(1e-3, diffusion=1.0), jnp.zeros(D))
+    with pytest.raises(TypeError, match="wrap the tuned one"):
+        sgmc.warmup(POST, sgmc.cyclical(sgmc.sgld(1e-3), 2, num_steps=100), jnp.zeros(D))
     # A friction given is kept; the step size is chosen for it.
     w = sgmc.warmup(POST, sgmc.sghmc(friction=5.0, integrator="splitting"), jnp.zeros(D))
     assert float(w[0].dynamics.friction) == 5.0 and w.report.friction == 5.0

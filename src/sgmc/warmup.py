@@ -446,6 +446,13 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
     if not isinstance(base, Sampler):
         raise TypeError("sampler must be sgmc.sgld/sghmc/psgld(...) or replica_exchange over "
                         f"one, got {type(sampler).__name__}")
+    if type(base) is not Sampler:  # a recipe over a sampler (sgmc.cyclical)
+        raise TypeError(f"warmup tunes a plain sampler, got {type(base).__name__}: warm up "
+                        "the base sampler, then wrap the tuned one (e.g. "
+                        "sgmc.cyclical(tuned, num_cycles, num_steps=K))")
+    if not isinstance(base.dynamics, (Langevin, Underdamped, PSGLD)):
+        raise TypeError(f"warmup tunes sgld, sghmc and psgld; {type(base.dynamics).__name__} "
+                        "(e.g. sgmc.sgnht) needs its step size given")
     check.choice("preconditioner", preconditioner, PRECONDITIONERS)
     budget = check.real("budget", budget, lo=0.0, hi=1.0)
     if not 0.0 < budget < 1.0:
