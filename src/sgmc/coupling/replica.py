@@ -354,27 +354,32 @@ class ReplicaExchange:
         cur = cur.astype(jnp.float32)
         return state.variance.at[:, j].set(cur), cur, evals
 
-    def _swap(self, problem, state: ReplicaState, key, params: StepParams, attempt):
+    def _swap(self, problem, state: ReplicaState, key, params: StepParams, attempt,
+              allowed=True):
         """One exchange attempt: σ̂² of this step's anchor age when kept per age (on the
         fourth key of ``jax.random.split(key, 4)``; the Metropolis rule draws from the other
         three), then ``rule.attempt`` with σ̂² in its context, and the permutation it returns
-        applied to the positions, energy states and labels. Returns (state, accepted,
-        attempted, evals)."""
+        applied to the positions, energy states and labels. ``allowed`` (a per-chain bool):
+        False makes the attempt a no-op (no swap, no σ̂² update, nothing counted) — the
+        chain's cool-down, or σ̂² not yet measured. Returns (state, accepted, attempted,
+        evals)."""
         n_var = 0
         if self.rule.uses_energy and self._by_age:
             k_var = jax.random.split(key, 4)[3]
             table, var, n_var = self._age_variance(problem, state, k_var, params.t)
-            state = state._replace(variance=table)
+            state = state._replace(variance=jnp.where(allowed, table, state.variance))
         else:
             var = state.variance[:, 0]
         ctx = ExchangeContext(params.temperature, params.t, attempt, var, self.energy,
                               state.energy, self._energy_batch(problem))
         ex = self.rule.attempt(problem, state.position, key, ctx)
-        take = lambda x: x[ex.perm]
+        perm = jnp.where(allowed, ex.perm, jnp.arange(ex.perm.shape[0], dtype=ex.perm.dtype))
+        take = lambda x: x[perm]
         state = self.with_positions(state, jax.tree.map(take, state.position))
         state = state._replace(energy=jax.tree.map(take, state.energy),
-                               labels=state.labels[ex.perm])
-        return state, ex.accepted, ex.attempted, ex.evals + n_var
+                               labels=state.labels[perm])
+        return (state, ex.accepted & allowed, ex.attempted & allowed,
+                jnp.where(allowed, ex.evals + n_var, 0))
 
     def _move(self, problem, state: ReplicaState, r_batch: Rng, r_dyn: Rng, params):
         """One dynamics step of every replica (``vmap`` over state, randomness, step size and
@@ -442,7 +447,7 @@ class ReplicaExchange:
             pos, energy, labels, var = parts
             st = self.with_positions(state, pos)._replace(energy=energy, labels=labels,
                                                            variance=var)
-            st, acc, act, n = self._swap(problem, st, k_swap, params, attempt)
+            st, acc, act, n = self._swap(problem, st, k_swap, params, attempt, allowed)
             return ((st.position, st.energy, st.labels, st.variance), acc, act,
                     jnp.asarray(n, jnp.int32))
 
@@ -451,12 +456,17 @@ class ReplicaExchange:
 
         # Cool-down: at most one accepted swap per window of ``cooldown`` steps.
         window = t // jnp.maximum(self.cooldown, 1)
-        cooling = (self.cooldown > 0) & (state.last_swap == window)
-        attempt_now = ((t + 1) % self.swap_every == 0) & ~cooling
+        allowed = ~((self.cooldown > 0) & (state.last_swap == window))
         if self.rule.uses_energy and not self._by_age:
             # No swaps before σ̂² has been measured at distinct states (the second measurement).
-            attempt_now = attempt_now & (state.measured >= 2)
-        # Only small parts go through the branch (never an estimator's O(N) table).
+            allowed = allowed & (state.measured >= 2)
+        # The branch's predicate depends on t alone, so it stays unbatched under the vmap
+        # over chains; the per-chain conditions mask the attempt inside it. (A *batched*
+        # predicate turns the cond into a select of both branches, and XLA:CPU (jax 0.10.2)
+        # then computed the exact energies of ≥ 32 chains wrongly: see
+        # tests/test_replica.py::test_exact_energy_swaps_with_many_chains.) Only small parts
+        # go through the branch (never an estimator's O(N) table).
+        attempt_now = (t + 1) % self.swap_every == 0
         swap_parts, acc, act, n_swap = jax.lax.cond(attempt_now, swap, no_swap, swap_parts)
         state = self.with_positions(state, swap_parts[0])._replace(
             energy=swap_parts[1], labels=swap_parts[2], variance=swap_parts[3],
