@@ -1,10 +1,10 @@
 """A sampler is a composition: dynamics × estimator × step-size schedule × batching.
 
-:class:`Sampler` ties one dynamics (overdamped, underdamped, pSGLD) to one gradient estimator
-(uniform, and later SVRG/SAGA/EWSG) with a step-size schedule, a temperature and a minibatch
-size. Its ``init``/``step`` pair is what the driver compiles and what couplings (replica
-exchange) stack and ``vmap``. The public factories :func:`sgld`, :func:`sghmc` and
-:func:`psgld` validate every argument before anything is compiled.
+:class:`Sampler` ties one dynamics (overdamped, underdamped, pSGLD, Nosé–Hoover) to one
+gradient estimator (uniform, SVRG, SAGA, EWSG) with a step-size schedule, a temperature and a
+minibatch size. Its ``init``/``step`` pair is what the driver compiles and what couplings (replica
+exchange) stack and ``vmap``. The public factories :func:`sgld`, :func:`sghmc`,
+:func:`psgld` and :func:`sgnht` validate every argument before anything is compiled.
 """
 
 from __future__ import annotations
@@ -244,8 +244,16 @@ def sghmc(step_size: float | Schedule | None = None, friction: float | None = No
 def check_stability(dynamics: Any, step_size: Schedule | None, name: str = "step_size") -> None:
     """Raise ValueError if ``step_size`` (its largest value) is too large for ``dynamics``:
     SGHMC's Euler and explicit Euler integrators need friction · h < 1 (else the momentum
-    does not contract). Other dynamics have no such bound; nothing is checked while the
-    step size or friction is unset. ``name`` is the argument's."""
+    does not contract), SGNHT diffusion · h < 1 (its thermostat ξ starts at A). Other
+    dynamics have no such bound; nothing is checked while the step size or friction is
+    unset. ``name`` is the argument's."""
+    if isinstance(dynamics, NoseHoover) and step_size is not None:
+        a, h = float(dynamics.diffusion), step_size.max_value()
+        if a * h >= 1.0:
+            raise ValueError(f"diffusion * {name} must be < 1 for sgnht (ξ starts at the "
+                             f"diffusion A, and the momentum contracts only while ξ h < 1); "
+                             f"got {a} * {h} = {a * h:g}. Lower one of them")
+        return
     if not isinstance(dynamics, Underdamped) or dynamics.integrator not in ("euler",
                                                                             "explicit"):
         return
@@ -338,10 +346,6 @@ def sgnht(step_size: float | Schedule | None = None, diffusion: float = DEFAULT_
     schedule, batch_size, tau, estimator = _common(step_size, batch_size, temperature, estimator)
     a = check.positive("diffusion", diffusion)
     check.choice("init_momentum", init_momentum, INIT_MOMENTA)
-    h = schedule.max_value()
-    if a * h >= 1.0:
-        raise ValueError(f"diffusion * step_size must be < 1 for sgnht (ξ starts at the "
-                         f"diffusion A, and the momentum contracts only while ξ h < 1); got "
-                         f"{a} * {h} = {a * h:g}. Lower one of them")
     dynamics = NoseHoover(a, init_momentum, _preconditioner(preconditioner))
+    check_stability(dynamics, schedule)
     return Sampler(dynamics, estimator, schedule, tau, batch_size, name)
