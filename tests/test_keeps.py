@@ -16,6 +16,7 @@ import pytest
 import sgmc
 from sgmc import _store
 from sgmc.driver import plan
+from test_checkpoint import interrupt_after
 
 # burn_in 7 is not a multiple of thin 3 (a head block), 200 − 7 = 193 leaves one trailing step.
 RUN = dict(num_steps=200, num_chains=2, burn_in=7, thin=3, seed=4)
@@ -113,23 +114,11 @@ def test_streamed_kept_draws(full, tmp_path):
     assert_kept(sgmc.Result.load(tmp_path / "draws"), full)
 
 
-def _interrupt_after(n, append):
-    calls = []
-
-    def wrapped(sink, *args):
-        append(sink, *args)
-        calls.append(1)
-        if len(calls) == n:
-            raise KeyboardInterrupt
-
-    return wrapped
-
-
 @pytest.mark.parametrize("stream", [False, True], ids=["memory", "stream"])
 def test_kept_draws_through_a_resume(full, tmp_path, monkeypatch, stream):
     path = tmp_path / "run.ckpt"
     sink_cls = _store.DiskSink if stream else _store.MemorySink
-    monkeypatch.setattr(sink_cls, "append", _interrupt_after(3, sink_cls.append))
+    monkeypatch.setattr(sink_cls, "append", interrupt_after(3, sink_cls.append))
     with pytest.raises(sgmc.Interrupted) as info:
         sgmc.sample(problem(), Alternating(sampler()), INIT, **RUN, draws_per_block=4,
                     checkpoint=path, checkpoint_every=12,

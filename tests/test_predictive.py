@@ -18,6 +18,7 @@ import pytest
 import sgmc
 from sgmc import _store
 from sgmc.result import pool_moments
+from test_checkpoint import interrupt_after
 from test_keeps import Alternating
 
 X, Y, _ = sgmc.models.synthetic_linear_data(100, 3, correlation=0.3, seed=2)
@@ -107,18 +108,6 @@ def test_store_draws_false_stores_nothing_and_gives_the_same_predictive(tmp_path
         np.testing.assert_array_equal(loaded.predictive[k], v, err_msg=k)
 
 
-def _interrupt_after(n, append):
-    calls = []
-
-    def wrapped(sink, *args):
-        append(sink, *args)
-        calls.append(1)
-        if len(calls) == n:
-            raise KeyboardInterrupt
-
-    return wrapped
-
-
 @pytest.mark.parametrize("store", [True, False], ids=["draws", "no-draws"])
 def test_predictive_through_a_resume(tmp_path, monkeypatch, store):
     kernel = KERNELS["keeps-mask"]
@@ -127,7 +116,7 @@ def test_predictive_through_a_resume(tmp_path, monkeypatch, store):
     path = tmp_path / "run.ckpt"
     if store:
         monkeypatch.setattr(_store.MemorySink, "append",
-                            _interrupt_after(4, _store.MemorySink.append))
+                            interrupt_after(4, _store.MemorySink.append))
         with pytest.raises(sgmc.Interrupted):
             sgmc.sample(problem(), kernel(), INIT, **args, checkpoint=path, checkpoint_every=48)
         monkeypatch.undo()
