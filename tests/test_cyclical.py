@@ -67,7 +67,7 @@ def test_step_size_is_eq1_and_keeps_is_the_sampling_stage(k_total, m, beta):
     alpha0, tau = 0.037, 1.7
     k = cyclical(sgmc.sgld(alpha0, temperature=tau), m, beta, num_steps=k_total)
     t = np.arange(k_total + 25)   # past K the cycle simply repeats
-    p = jax.vmap(k.params)(jnp.asarray(t, jnp.int32))
+    p = jax.vmap(lambda s: k.stage(k.params(s)))(jnp.asarray(t, jnp.int32))
     np.testing.assert_allclose(np.asarray(p.step_size, np.float64), eq1(alpha0, k_total, m, t),
                                rtol=2e-6)
     length = math.ceil(k_total / m)
@@ -117,7 +117,7 @@ def test_exploration_is_noise_free(base):
     a, b = _runs_from(k, post, start, 60, (1, 2))
     assert np.abs(a - b).max() > 1e-4
     if base.name == "sgld":
-        h = float(k.params(17).step_size)
+        h = float(k.stage(k.params(17)).step_size)
         gd = start - h * (start - MU) / SIGMA ** 2
         np.testing.assert_allclose(_runs_from(k, post, start, 17, (3,))[0], gd, rtol=1e-5)
 
@@ -148,7 +148,7 @@ def _kept(res, k, num_steps):
 def _predicted(k, num_steps, start):
     """Per-step mean and variance (over chains) of full-gradient cSGLD on N(MU, SIGMA²): the
     exact recursion m' = m − h(m − μ)/σ², v' = (1 − h/σ²)² v + 2hτ, with the stage's h, τ."""
-    p = jax.vmap(k.params)(jnp.arange(num_steps, dtype=jnp.int32))
+    p = jax.vmap(lambda s: k.stage(k.params(s)))(jnp.arange(num_steps, dtype=jnp.int32))
     h, tau = np.asarray(p.step_size, np.float64), np.asarray(p.temperature, np.float64)
     m, v = np.asarray(start, np.float64) - MU, np.zeros(len(MU))
     means, variances = [], []

@@ -60,7 +60,7 @@ from .coupling.replica import ReplicaExchange
 from .dynamics import StepParams
 from .estimators import uniform
 from .rng import Rng, as_rng
-from .sampler import Sampler, SamplerState
+from .sampler import Sampler
 from .schedules import Constant
 
 __all__ = ["CyclicalSampler", "cosine_factor", "cyclical", "exploration_steps"]
@@ -117,22 +117,11 @@ class CyclicalSampler(Sampler):
         tau = jnp.where(self.keeps(t), params.temperature, jnp.zeros_like(params.temperature))
         return StepParams(params.step_size * self.factor(t), tau, t)
 
-    def params(self, t: jax.Array) -> StepParams:
-        """Step t's actual step size α_t = α₀ c(t) (eq. 1), temperature (0 while exploring)
-        and index."""
-        return self.stage(Sampler.params(self, t))
-
-    def init(self, problem, position: PyTree, key: jax.Array) -> SamplerState:
-        # The dynamics are initialised at the base (h, τ): e.g. SGHMC's random initial
-        # momentum is drawn at the sampler's temperature, as without the cycle.
-        k_dyn, k_batch = jax.random.split(key)
-        dyn = self.dynamics.init(problem, self.estimator, position, k_dyn,
-                                 Sampler.params(self, 0))
-        return SamplerState(dyn, self.batcher.init(problem.data_rows, k_batch))
-
     def transition(self, problem, dyn_state, batch, rng: Rng, params: StepParams):
-        """One base dynamics step with ``params`` the *base* (h, τ) — as :meth:`step` and
-        replica exchange pass them — turned into the stage's by :meth:`stage`. An estimator
+        """One base dynamics step with ``params`` the *base* (h, τ) — as ``Sampler.step``
+        (``params(t)``, the base α₀ and τ, so ``init`` draws e.g. SGHMC's momentum at the
+        sampler's τ) and replica exchange pass them — turned into the stage's by
+        :meth:`stage`. An estimator
         undefined at τ = 0 (EWSG) uses the plain minibatch gradient while exploring."""
         p = self.stage(params)
         if not self.estimator.needs_temperature:
@@ -155,14 +144,6 @@ class CyclicalSampler(Sampler):
         # t is unbatched (shared by chains and replicas), so this stays a real branch; EWSG's
         # state is small (never an O(N) table), so carrying it through the cond is cheap.
         return jax.lax.cond(self.keeps(params.t), sample, explore, dyn_state)
-
-    def step(self, problem, state: SamplerState, rng: Rng | jax.Array, t: jax.Array):
-        """Step t: a minibatch, then :meth:`transition` at the base (α₀, τ) of step t."""
-        r_batch, r_step = as_rng(rng).split()
-        batch, batch_state = self.batcher.draw(state.batch, r_batch, problem.data_rows)
-        dyn, n_evals = self.transition(problem, state.dyn, batch, r_step,
-                                       Sampler.params(self, t))
-        return SamplerState(dyn, batch_state), {"grad_evals": n_evals}
 
     def meta(self) -> dict:
         return {"cyclical": {"num_cycles": self.num_cycles, "num_steps": self.num_steps,
