@@ -104,6 +104,20 @@ def test_second_call_with_new_numbers_does_not_recompile(post, compiles):
     assert res.num_draws == 50
 
 
+def test_second_call_with_the_same_predict_does_not_recompile(post, compiles):
+    # predict is a static argument of the compiled programs, keyed by the function's
+    # identity: a second run with the same function reuses them.
+    def predict(theta):
+        return jnp.tanh(theta)
+
+    kw = dict(num_steps=40, thin=4, predict=predict, store_draws=False)
+    sgmc.sample(post, SAMPLER, jnp.zeros(2), **kw)
+    compiles.clear()
+    res = sgmc.sample(post, SAMPLER, jnp.ones(2), seed=3, **kw)
+    assert compiles == []
+    assert res.predictive["count"] == 10
+
+
 def test_run_with_leftovers_compiles_once(post, compiles):
     # Burn-in not a multiple of thin, a partial last block and trailing steps: both block
     # programs run, and a second call compiles neither again.
