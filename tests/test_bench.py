@@ -19,6 +19,7 @@ from sgmc.cli import main
 
 HAS_BLACKJAX = importlib.util.find_spec("blackjax") is not None
 HAS_TORCH = importlib.util.find_spec("torch") is not None
+HAS_FLAX = importlib.util.find_spec("flax") is not None
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +52,24 @@ def test_quick_prints_every_table(quick):
     else:
         assert "[blackjax] skipped: blackjax is not importable" in out
         assert "skipped" in numbers["blackjax"]
+    if HAS_FLAX:
+        for model in ("MLP", "CNN"):
+            assert f"[nn] {model} (" in out
+            assert f"[nn] {model}: where SGHMC's step goes" in out
+        nn = numbers["nn"]
+        assert set(nn["models"]) == {"mlp", "cnn"}
+        for m in nn["models"].values():
+            # Counted cost: SVRG's two minibatch gradients plus amortised snapshots, EWSG's
+            # (M + 1) = 2 minibatch gradients, one for the others.
+            evals = {k.split(" (")[0]: v / bench.QUICK.nn_batch_size
+                     for k, v in m["grad_evals_per_step"].items()}
+            assert evals["SGLD"] == evals["SGHMC"] == 1.0
+            assert evals["EWSG"] == 2.0 and evals["SVRG-HMC"] > 2.0
+            assert m["xla_cost_per_step"]["SGHMC"]["flops"] > m["xla_cost_per_step"]["SGD"]["flops"]
+        assert [r["num_steps"] for r in nn["rss"]] == [20, 20, 200, 200]
+        assert all(r["peak_rss_mib"] > 0 and r["draws"] > 0 for r in nn["rss"])
+    else:
+        assert "[nn] skipped" in out
     if HAS_TORCH:
         assert "[torch] SGLD" in out
     else:

@@ -33,6 +33,11 @@ Suites (``--only NAME``):
     memory-mapped files by :class:`sgmc.Stream`), the SAGA table and control-variate swap
     energies (VR-reSGLD), in units of one SGLD step, and the amortised per-step cost of the
     samplers that use them.
+``nn``
+    A neural network sampled at the speed of SGD (:mod:`sgmc.bench_nn`): SGLD, SGHMC,
+    SVRG-HMC and EWSG on a Flax MLP and a small CNN against an optax SGD loop and SGD plus
+    one Gaussian draw per step, the shares of SGHMC's step, XLA's cost analysis, and the
+    peak RSS of runs of 1e4 and 1e5 steps. Needs Flax (``pip install 'sgmc[nn]'``).
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ import numpy as np
 
 import sgmc
 
+from .bench_nn import bench_nn
+
 __all__ = ["FULL", "QUICK", "SUITES", "BenchConfig", "CompileCounter", "best", "device_variant",
            "interleaved", "load_average", "loop_variant", "main", "median", "peak_rss_mib",
            "run", "sgmc_keys", "sgmc_variant", "source_version", "tree_nbytes", "verdict"]
@@ -64,7 +71,7 @@ __all__ = ["FULL", "QUICK", "SUITES", "BenchConfig", "CompileCounter", "best", "
 Timing = dict[str, float]
 Times = dict[str, dict[str, list[float]]]
 
-SUITES = ("blackjax", "torch", "scaling", "fullpass")
+SUITES = ("blackjax", "torch", "scaling", "fullpass", "nn")
 
 _BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 _IMPLS = {"threefry": "threefry2x32", "rbg": "rbg"}
@@ -91,6 +98,18 @@ class BenchConfig:
     cv_period: int = 100   # control-variate energy refresh period (VR-reSGLD)
     prior_std: float = 1.0
     seed: int = 0
+    # The nn suite (sgmc.bench_nn): MNIST-shaped data, an MLP 784-nn_hidden-10 and a CNN
+    # with nn_channels; peak RSS of SGHMC for each number of steps in nn_rss_steps. The CNN
+    # runs fewer steps on fewer rows: on XLA:CPU a convolution's gradient inside a compiled
+    # loop costs 10–25× the same gradient jitted alone (jax-ml/jax#12868), in SGD as in sgmc.
+    nn_num_data: int = 10_000
+    nn_batch_size: int = 100
+    nn_steps: int = 2_000
+    nn_cnn_num_data: int = 1_000
+    nn_cnn_steps: int = 20
+    nn_hidden: int = 100
+    nn_channels: tuple[int, int] = (16, 32)
+    nn_rss_steps: tuple[int, ...] = (10_000, 100_000)
 
 
 # N = 1e5, d = 54, b = 50: the setting of /work/shared/TESTING-AND-SPEED.md (covtype-sized).
@@ -103,7 +122,10 @@ FULL = BenchConfig(num_data=100_000, dim=54, batch_size=50, sgld_step=1e-5, sghm
 QUICK = BenchConfig(num_data=2_000, dim=8, batch_size=20, sgld_step=1e-4, sghmc_step=1e-3,
                     friction=10.0, num_steps=200, repeats=2, loop_repeats=1,
                     scaling_steps=100, scaling_n=(500, 2_000), scaling_d=(8, 16),
-                    scaling_batch=(20, 100), scaling_chains=(1, 4), cv_period=20)
+                    scaling_batch=(20, 100), scaling_chains=(1, 4), cv_period=20,
+                    nn_num_data=200, nn_batch_size=20, nn_steps=40, nn_cnn_num_data=200,
+                    nn_cnn_steps=40, nn_hidden=8,
+                    nn_channels=(2, 4), nn_rss_steps=(20, 200))
 
 
 # --------------------------------------------------------------------------------------
@@ -641,7 +663,7 @@ def bench_fullpass(cfg: BenchConfig) -> dict[str, Any]:
 
 _RUNNERS: dict[str, Callable[[BenchConfig], dict[str, Any]]] = {
     "blackjax": bench_blackjax, "torch": bench_torch, "scaling": bench_scaling,
-    "fullpass": bench_fullpass}
+    "fullpass": bench_fullpass, "nn": bench_nn}
 
 
 def run(quick: bool = False, only: Sequence[str] | None = None,
