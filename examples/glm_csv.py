@@ -4,8 +4,8 @@ What it shows: turning a table into an ``sgmc`` posterior (``sgmc.models.linear_
 or ``logistic_regression``), a held-out split with features standardised on the training
 rows only (``sgmc.datasets.split``), sampling with SGHMC (splitting integrator) and SVRG
 gradients, the posterior summary (``res.summary()``: mean, sd, ESS, R-hat) with your column
-names, and predictive metrics of the Bayesian model average on the held-out rows
-(``sgmc.metrics``).
+names (set once by ``res.with_names``), and predictive metrics of the Bayesian model average
+on the held-out rows (``sgmc.metrics``).
 
 Run it:
 
@@ -150,10 +150,10 @@ def main(argv: list[str] | None = None) -> None:
           f"{res.data_passes[0, -1]:.0f} data passes, {res.meta['sampling_time']:.1f} s "
           f"sampling + {res.meta['compile_time']:.1f} s compiling")
 
+    # Name the coefficients once: summary() and to_arviz() (and a saved file) use them.
+    res = res.with_names(["intercept", *names])
     print("\nposterior of the coefficients (standardised features; ESS and R-hat via ArviZ):")
-    summary = res.summary()
-    summary.index = ["intercept", *names]
-    print(summary.to_string())
+    print(res.summary())
 
     draws = res.samples.reshape(-1, d)               # pool the chains: (S, d)
     if model == "logistic":

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -15,6 +18,7 @@ from ._serial import decode_tree, encode_tree, json_default, leaf_names, tree_li
 __all__ = ["Result", "pool_moments"]
 
 PyTree = Any
+Names = Any   # a sequence of strings, or a dict: variable name -> sequence of strings
 _FORMAT = "sgmc.Result/1"
 
 
@@ -48,7 +52,9 @@ class Result:
             ``"step"`` (num_draws,): the step number (1-based) of each draw; further keys
             are per-draw statistics of the sampler or coupling.
         meta: dict of run settings and timings (sampler, num_steps, burn_in, thin, seed,
-            num_data, grad_evals_total per chain, sampling_time and compile_time in seconds).
+            num_data, grad_evals_total per chain, sampling_time and compile_time in seconds);
+            ``"names"``, set by :meth:`with_names`, the parameter names that
+            :meth:`summary` and :meth:`to_arviz` use by default (kept by :meth:`save`).
         final_state: the sampler state after the last step (in memory only, not saved).
         predictive: with ``sample(..., predict=fn)``, the moments of fn(draw) over the kept
             draws (:func:`pool_moments`): ``"mean"``, ``"var"`` (ddof = 0) and ``"count"``
@@ -157,7 +163,70 @@ class Result:
         final = [np.shape(x)[1:] for x in _leaves(dyn.position)]
         return bool(drawn) and drawn == final
 
-    def to_arviz(self, replica_axis: bool | None = None):
+    def with_names(self, names: Names) -> Result:
+        """This result with parameter names that :meth:`summary` and :meth:`to_arviz` use
+        whenever they are not given ``names=`` themselves: set them once, e.g.
+        ``res = res.with_names(["intercept", "age", "income"])``.
+
+        The names are checked now (a ValueError says what was expected) and stored in
+        ``meta["names"]``, so :meth:`save` and :meth:`load` keep them. The draws are shared
+        with this result, not copied; this result itself is left unchanged.
+
+        Args:
+            names: as ``names`` of :meth:`to_arviz`: a sequence of strings for a bare-array
+                position, or a dict from a variable's name to the names of its last axis;
+                None removes stored names.
+
+        Returns:
+            A new :class:`Result`, its ``meta`` a copy with ``"names"`` set (or removed).
+        """
+        meta = {k: v for k, v in self.meta.items() if k != "names"}
+        if names is not None:
+            axis_names = self._axis_names(names, self.has_replica_axis())
+            if isinstance(names, Mapping):
+                meta["names"] = axis_names
+            else:
+                meta["names"] = next(iter(axis_names.values()))
+        return dataclasses.replace(self, meta=meta)
+
+    def _axis_names(self, names: Names, rep: bool) -> dict[str, list[str]]:
+        """``names`` checked against the draws: {variable: names of its last axis}."""
+        leaves = _flat_names(self.samples)
+        if isinstance(names, str):
+            raise ValueError(f"names must be a sequence of strings or a dict, not the string "
+                             f"{names!r}")
+        if not isinstance(names, Mapping):
+            if len(leaves) != 1:
+                raise ValueError(
+                    f"a sequence of names fits a position with one array; this position has "
+                    f"the variables {list(leaves)}: pass a dict from a variable's name to the "
+                    f"names of its last axis, e.g. {{{next(iter(leaves))!r}: [...]}}")
+            names = {next(iter(leaves)): names}
+        out = {}
+        for key, seq in names.items():
+            if key not in leaves:
+                raise ValueError(f"names has the key {key!r}, which is not a variable of the "
+                                 f"draws; the variables are {list(leaves)}")
+            if isinstance(seq, str) or not hasattr(seq, "__iter__"):
+                raise ValueError(f"names[{key!r}] must be a sequence of strings, not {seq!r}")
+            seq = [str(x) for x in seq]
+            shape = np.shape(leaves[key])
+            if len(shape) <= 2 + rep:
+                raise ValueError(
+                    f"names[{key!r}]: the variable {key!r} has draws of shape {shape}, with no "
+                    f"parameter axis after (chain, draw{', replica' if rep else ''}) to name")
+            if len(seq) != shape[-1]:
+                raise ValueError(
+                    f"names[{key!r}] has {len(seq)} name{'s' * (len(seq) != 1)}; expected "
+                    f"{shape[-1]}, one per entry of the last axis of {key!r} (draws of "
+                    f"shape {shape})")
+            if len(set(seq)) != len(seq):
+                dup = sorted({x for x in seq if seq.count(x) > 1})
+                raise ValueError(f"names[{key!r}] repeats {dup}; the names must differ")
+            out[key] = seq
+        return out
+
+    def to_arviz(self, replica_axis: bool | None = None, names: Names = None):
         """An ``arviz.InferenceData``: the draws as ``posterior``, per-draw statistics as
         ``sample_stats``.
 
@@ -175,12 +244,30 @@ class Result:
         (pair k = slots (k, k+1)), ``replica_labels`` a ``replica`` dim. Scalar metadata
         become attributes (of the InferenceData and of its ``posterior`` group). Values are
         float64 (float32 sums over ~1e6 draws lose digits), counts stay integers.
+
+        Args:
+            replica_axis: whether the draws keep every replica (a ``replica`` dim after
+                (chain, draw)); None decides by :meth:`has_replica_axis`.
+            names: parameter names, as coordinate values of a variable's last dim (else
+                0, 1, …). For a bare-array position (``theta``, shape (d,)), a sequence of
+                d strings, e.g. ``["intercept", "age", "income"]``: ``theta_dim_0`` then has
+                these coordinates. For a pytree position, a dict from a variable's name (as
+                above) to the names of its last axis, e.g. ``{"beta": ["age", "income"]}``;
+                variables not in the dict keep 0, 1, …. A ValueError names what was expected
+                when a key is not a variable or a length differs from the axis. None (the
+                default): the names stored by :meth:`with_names`, if any.
+
+        Returns:
+            An ``arviz.InferenceData`` with groups ``posterior`` and ``sample_stats``.
         """
         az = arviz()
 
         c, n = self.num_chains, self.num_draws
         rep = self.has_replica_axis() if replica_axis is None else bool(replica_axis)
-        posterior, dims = {}, {}
+        if names is None:
+            names = self.meta.get("names")
+        axis_names = {} if names is None else self._axis_names(names, rep)
+        posterior, dims, coords = {}, {}, {}
         for name, value in _flat_names(self.samples).items():
             value = np.asarray(value)
             if value.shape[:2] != (c, n):
@@ -192,6 +279,8 @@ class Result:
             posterior[name] = value.astype(np.float64)
             extra = value.ndim - 2 - rep
             dims[name] = ["replica"] * rep + [f"{name}_dim_{i}" for i in range(extra)]
+            if name in axis_names:
+                coords[dims[name][-1]] = axis_names[name]
         stats = {}
         for key, value in self.info.items():
             value = np.asarray(value)
@@ -212,17 +301,92 @@ class Result:
         attrs = {k: v for k, v in self.meta.items()
                  if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
         idata = az.from_dict(posterior=posterior, sample_stats=stats or None, dims=dims,
-                             attrs=attrs)
+                             coords=coords or None, attrs=attrs)
         idata.posterior.attrs.update(attrs)   # also on the group, where to_netcdf keeps them
         return idata
 
-    def summary(self, **kwargs):
-        """ArviZ summary table (mean, sd, MCSE, ESS bulk/tail, R-hat) of the draws;
-        ``kwargs`` go to ``arviz.summary`` (e.g. ``var_names``, ``kind="diagnostics"``).
-        R-hat needs at least 2 chains to be informative."""
+    def summary(self, names: Names = None, **kwargs):
+        """ArviZ summary table (mean, sd, HDI, MCSE, ESS bulk/tail, R-hat) of the draws, one
+        row per parameter. R-hat needs at least 2 chains to be informative.
+
+        The table is a ``pandas.DataFrame`` (a subclass, :class:`SummaryFrame`) that prints
+        every column: ``print(res.summary())`` is not cut to the terminal's width (long
+        tables still show only the first and last rows, as pandas' ``display.max_rows``
+        says; ``to_string()`` gives them all). Indexing, ``.loc``, arithmetic and
+        ``to_csv`` work as for any DataFrame.
+
+        Args:
+            names: parameter names for the rows, as in :meth:`to_arviz`. For a bare-array
+                position of shape (d,), a sequence of d strings: the rows are these names
+                (``age`` instead of ``theta[1]``). For a pytree position, a dict from a
+                variable's name to the names of its last axis: ``{"beta": ["age",
+                "income"]}`` gives the rows ``beta[age]``, ``beta[income]``. None (the
+                default): the names stored by :meth:`with_names`, else ``theta[0]``… .
+            **kwargs: passed to ``arviz.summary`` (e.g. ``var_names=["beta"]``,
+                ``kind="diagnostics"``, ``round_to``).
+
+        Returns:
+            The table, a ``pandas.DataFrame`` (an ``xarray.Dataset`` with ``fmt="xarray"``).
+        """
         az = arviz()
 
-        return az.summary(self.to_arviz(), **kwargs)
+        if names is None:
+            names = self.meta.get("names")
+        idata = self.to_arviz(names=names)
+        table = az.summary(idata, **kwargs)
+        import pandas as pd
+
+        if not isinstance(table, pd.DataFrame):
+            return table
+        if names is not None and _is_bare(self.samples):
+            var = next(iter(_flat_names(self.samples)))
+            if idata.posterior[var].ndim == 3:     # (chain, draw, d): rows named alone
+                labels = idata.posterior[var].coords[f"{var}_dim_0"].values
+                table = table.rename(index={f"{var}[{x}]": str(x) for x in labels})
+        return _summary_frame_class()(table)
+
+
+@cache
+def _summary_frame_class() -> type:
+    """:class:`SummaryFrame`, made when first needed (pandas is imported then, not with
+    sgmc)."""
+    import pandas as pd
+
+    class SummaryFrame(pd.DataFrame):
+        """A ``pandas.DataFrame`` that prints every column (:meth:`Result.summary`).
+
+        ``print`` and ``repr`` use ``to_string`` with no width limit: all columns are shown,
+        rows are cut as pandas' ``display.max_rows`` and ``display.min_rows`` say. Every
+        other use is that of a DataFrame; tables derived from it (``.loc``, ``round``,
+        arithmetic) print the same way."""
+
+        @property
+        def _constructor(self):
+            return SummaryFrame
+
+        def __repr__(self) -> str:
+            return self.to_string(max_rows=pd.get_option("display.max_rows"),
+                                  min_rows=pd.get_option("display.min_rows"),
+                                  show_dimensions=len(self) > pd.get_option("display.max_rows"))
+
+        __str__ = __repr__
+
+    SummaryFrame.__module__ = __name__
+    SummaryFrame.__qualname__ = "SummaryFrame"
+    return SummaryFrame
+
+
+def __getattr__(name: str):
+    if name == "SummaryFrame":   # made on first use (also by pickle, to load a table)
+        return _summary_frame_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _is_bare(tree: PyTree) -> bool:
+    """True if the position is one array (no dict, list or other pytree node around it)."""
+    import jax
+
+    return jax.tree_util.treedef_is_leaf(jax.tree.structure(tree))
 
 
 _PAIR_STATS = ("swaps", "swap_attempts", "energy_variance")
