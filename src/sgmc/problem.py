@@ -35,7 +35,7 @@ from ._pytree import pytree_dataclass, static
 
 PyTree = Any
 
-__all__ = ["Objective", "Posterior", "Problem"]
+__all__ = ["ModelShapeError", "Objective", "Posterior", "Problem"]
 
 
 def _as_data(data: PyTree, name: str = "data") -> tuple[PyTree, int]:
@@ -324,30 +324,113 @@ class Problem:
     energy = full_energy
 
     # -- checks ------------------------------------------------------------------------
+    def describe_term(self, exact: bool) -> tuple[str, str]:
+        """How messages name the exact (``exact``) or the data term: the user's function
+        (``loglik``, ``logprior``, ``f``) and what it must return."""
+        names = getattr(self, "term_names", None)  # a NumPyro model's, in words
+        if names is not None:
+            return names[0 if exact else 1], f"{names[0 if exact else 1]} must be a scalar"
+        if exact:
+            return "exact_energy", "exact_energy(params) must return a scalar"
+        return "datum_energy", ("datum_energy(params, datum) must return a scalar: the energy "
+                                "of ONE datum (one row of the data along its leading axis)")
+
     def check_params(self, params: PyTree, name: str = "init",
                      constrained: bool = False) -> None:
-        """Raise if ``params`` is not a point the energy accepts (a scalar energy);
-        ``constrained``: ``params`` is on the model's scale (θ), not the sampled one (z)."""
-        def energy_of_one(p):
-            if constrained:
-                p = self.unconstrain(p)
-            u = self.exact_energy(p)
-            if self.has_data:
-                datum = jax.tree.map(lambda a: a[0], self.data)
-                u = u + self.datum_energy(p, datum)
-            return u
+        """Raise if ``params`` is not a point the energy accepts: each term (the exact one,
+        and the data term on the first row of data) must be a floating scalar there;
+        ``constrained``: ``params`` is on the model's scale (θ), not the sampled one (z).
 
-        try:
-            out = jax.eval_shape(energy_of_one, params)
-        except Exception as err:  # the user's function rejected the point
-            raise ValueError(f"{name} is not a point the model accepts: evaluating the energy "
-                             f"at it failed with {type(err).__name__}: {err}") from err
-        if out.shape != ():
-            raise ValueError(f"{name} does not match the model: the energy at {name} has shape "
-                             f"{out.shape}, expected a scalar (did you pass one point per chain "
-                             "without stacking them on a leading axis?)")
-        if not jnp.issubdtype(out.dtype, jnp.floating):
-            raise TypeError(f"{name} must be floating point; the energy has dtype {out.dtype}")
+        Raises:
+            TypeError: a term is not traceable by JAX (NumPy or Python control flow on the
+                parameters: :func:`_traced`), or returns an integer (it is differentiated).
+            ModelShapeError: (a ValueError) a term returns a non-scalar at ``params``.
+            ValueError: evaluating a term at ``params`` fails otherwise.
+        """
+        def at(p):
+            return self.unconstrain(p) if constrained else p
+
+        terms = [(True, lambda p: self.exact_energy(at(p)))]
+        if self.has_data:
+            datum = jax.tree.map(lambda a: a[0], self.data)
+            terms.append((False, lambda p: self.datum_energy(at(p), datum)))
+        for exact, fn in terms:
+            short, contract = self.describe_term(exact)
+            out = _traced(fn, params, short, name)
+            if out.shape != ():
+                raise ModelShapeError(f"{short} returned shape {tuple(out.shape)} at {name} "
+                                      f"({_shapes(params)}): {contract}"
+                                      + _extra_axis_hint(fn, params, name),
+                                      term=short, requirement=contract,
+                                      returned=tuple(out.shape))
+            if not jnp.issubdtype(out.dtype, jnp.floating):  # it is differentiated
+                raise TypeError(f"{short} returned dtype {out.dtype} at {name}: it must return "
+                                "a floating-point scalar (e.g. 0.0, not 0)")
+
+
+class ModelShapeError(ValueError):
+    """A term of the model (``loglik``, ``logprior``, ``f``) returns a value of the wrong
+    shape: the model's fault, or the point's (:meth:`Problem.check_params`). ``term`` names
+    the user's function, ``requirement`` says what it must return, ``returned`` is the
+    shape it returned (None where not known)."""
+
+    def __init__(self, message: str, term: str | None = None,
+                 requirement: str | None = None, returned: tuple | None = None) -> None:
+        super().__init__(message)
+        self.term, self.requirement, self.returned = term, requirement, returned
+
+
+#: JAX's errors for a traced value used where a concrete one is needed: NumPy on a tracer,
+#: ``float()`` / ``int()`` / ``bool()`` of one, a Python ``if`` on one.
+TRACER_ERRORS = (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
+                 jax.errors.TracerBoolConversionError,
+                 jax.errors.TracerIntegerConversionError)
+
+
+def _traced(fn: Callable, params: PyTree, short: str, name: str) -> jax.ShapeDtypeStruct:
+    """``fn(params)``'s shape and dtype (``jax.eval_shape``); a TypeError saying to use
+    ``jax.numpy`` if the user's function ``short`` is not traceable, a ValueError naming the
+    point ``name`` if it fails otherwise."""
+    try:
+        return jax.eval_shape(fn, params)
+    except ModelShapeError:
+        raise
+    except TRACER_ERRORS as err:
+        raise TypeError(
+            f"{short} cannot be traced by JAX ({type(err).__name__}): the model must use "
+            "jax.numpy (import jax.numpy as jnp; jnp.exp, jnp.dot, ...) instead of NumPy "
+            "(np.exp, np.dot, ...) on the parameters, and no float(), int(), bool(), .item() "
+            "or Python if/while on values computed from them (jnp.where or jax.lax.cond "
+            "instead); JAX's error, chained above, shows the line") from err
+    except Exception as err:  # the user's function rejected the point
+        raise ValueError(f"{name} is not a point the model accepts: evaluating the energy "
+                         f"({short}) at it failed with {type(err).__name__}: {err}") from err
+
+
+def _shapes(params: PyTree) -> str:
+    """``params``' shape, or its leaves' shapes (for messages)."""
+    shapes = [tuple(np.shape(x)) for x in jax.tree.leaves(params)]
+    return (f"shape {shapes[0]}" if len(shapes) == 1 else
+            f"leaves shaped {', '.join(map(str, shapes))}")
+
+
+def _extra_axis_hint(fn: Callable, params: PyTree, name: str) -> str:
+    """When ``fn`` (non-scalar at ``params``) is a scalar at ``params[0]``: a hint that
+    ``params`` may hold several points on a leading axis; else ''."""
+    leaves = jax.tree.leaves(params)
+    sizes = {np.shape(x)[0] if np.ndim(x) else None for x in leaves}
+    if len(sizes) != 1 or None in sizes:
+        return ""
+    first = jax.tree.map(lambda x: x[0], params)
+    try:
+        out = jax.eval_shape(fn, first)
+    except Exception:  # any failure: no hint
+        return ""
+    if out.shape != ():
+        return ""
+    return (f" (a scalar at {name}[0], {_shapes(first)}: if {name} holds {sizes.pop()} "
+            f"points on its leading axis, pass one point, or one per chain stacked on a "
+            f"leading axis of size num_chains)")
 
 
 @pytree_dataclass
@@ -479,9 +562,20 @@ class Posterior(Problem):
         n = jax.tree.leaves(chunk)[0].shape[0]
         out = -self.loglik(self.constrain(params), chunk)
         if jnp.shape(out) != (n,):
-            raise ValueError(f"with batched=True, loglik(params, batch) must return one value "
-                             f"per row, shape ({n},) for {n} rows; got shape {jnp.shape(out)}")
+            raise ModelShapeError(f"with batched=True, loglik(params, batch) must return one "
+                                  f"value per row, shape ({n},) for {n} rows; got shape "
+                                  f"{jnp.shape(out)}")
         return out
+
+    def describe_term(self, exact: bool) -> tuple[str, str]:
+        if exact:
+            return "logprior", ("logprior(params) must return a scalar: the log prior density "
+                                "of the whole point (sum over its entries, e.g. with jnp.sum)")
+        return "loglik", ("loglik(params, datum) must return a scalar log-likelihood of ONE "
+                          "datum (one row of the data along its leading axis): sum over the "
+                          "datum's entries (e.g. with jnp.sum), or, for a loglik(params, batch) "
+                          "that returns one value per row of a batch, shape (n,), pass "
+                          "batched=True")
 
     @property
     def constrained(self) -> bool:
@@ -543,3 +637,10 @@ class Objective(Problem):
 
     def datum_energy(self, params: PyTree, datum: PyTree) -> jax.Array:
         return self.f(params, datum)
+
+    def describe_term(self, exact: bool) -> tuple[str, str]:
+        if exact:
+            return "f", ("f(x) must return a scalar: the objective's value at the point (sum "
+                         "or average over its entries)")
+        return "f", ("f(x, datum) must return a scalar: the loss of ONE datum (one row of the "
+                     "data along its leading axis), averaged over the data by sgmc")

@@ -21,7 +21,7 @@ from .._mesh import check_mesh
 from .._store import DiskSink, MemorySink
 from .._tree import all_finite, as_float_tree
 from ..kernel import KERNEL_MEMBERS, Kernel
-from ..problem import Problem
+from ..problem import ModelShapeError, Problem
 from ..result import Result
 from . import preflight
 from .checkpoint import Settings, fill, position_spec, position_template
@@ -70,21 +70,56 @@ def _as_init(init: PyTree) -> PyTree:
 
 
 def _chain_positions(problem: Problem, init: PyTree, num_chains: int,
-                     per_chain: bool | None = None) -> PyTree:
+                     per_chain: bool | None = None, spread: float = 0.0,
+                     seed: int = 0) -> PyTree:
     """Every chain's initial position on the sampled scale: :func:`_model_positions`
-    checked against the model's supports and unconstrained (``Problem.unconstrain``)."""
-    positions = _model_positions(problem, init, num_chains, per_chain)
+    checked against the model's supports and unconstrained (``Problem.unconstrain``), then,
+    with ``spread`` > 0 (``init_spread``, which needs one point for every chain), dispersed
+    there by :func:`_dispersal`."""
+    if spread and per_chain:
+        raise ValueError(f"init_spread={spread:g} disperses one starting point over the "
+                         "chains, and init_per_chain=True gives each chain its own start: "
+                         "pass init_spread=0, or one point with init_per_chain=False")
+    positions, one_point = _model_positions(problem, init, num_chains, per_chain)
+    if spread and not one_point:
+        raise ValueError(f"init_spread={spread:g} disperses one starting point over the "
+                         f"chains, and init holds one start per chain (stacked on its leading "
+                         f"axis of num_chains={num_chains}): pass init_spread=0, or one point")
     problem.check_support(positions)
-    return jax.vmap(problem.unconstrain)(positions)
+    positions = jax.vmap(problem.unconstrain)(positions)
+    return _dispersal(positions, spread, seed) if spread else positions
+
+
+#: Folded into the run's seed for the draws of ``init_spread`` (apart from the chains' keys,
+#: ``split(key(seed), num_chains)``).
+SPREAD_STREAM = 0x1D15
+
+
+def _dispersal(positions: PyTree, spread: float, seed: int) -> PyTree:
+    """``positions`` (stacked per chain) + ``spread`` · ξ_c, ξ_c ~ N(0, I) per leaf: chain c's
+    from ``fold_in(fold_in(key(seed), SPREAD_STREAM), c)`` (threefry), leaf i's from that
+    folded with i, so that chain c's start depends on the seed and c alone."""
+    base = jax.random.fold_in(jax.random.key(seed, impl="threefry2x32"), SPREAD_STREAM)
+    leaves, treedef = jax.tree.flatten(positions)
+    num_chains = leaves[0].shape[0]
+    keys = jax.vmap(lambda c: jax.random.fold_in(base, c))(jnp.arange(num_chains))
+
+    def moved(i, x):
+        xi = jax.vmap(lambda k: jax.random.normal(jax.random.fold_in(k, i), x.shape[1:],
+                                                  x.dtype))(keys)
+        return x + jnp.asarray(spread, x.dtype) * xi
+
+    return jax.tree.unflatten(treedef, [moved(i, x) for i, x in enumerate(leaves)])
 
 
 def _model_positions(problem: Problem, init: PyTree, num_chains: int,
-                     per_chain: bool | None = None) -> PyTree:
+                     per_chain: bool | None = None) -> tuple[PyTree, bool]:
     """One point of the model's parameters per chain: ``init`` broadcast (one point,
     ``per_chain=False``), or ``init`` already stacked per chain on a leading axis
-    (``per_chain=True``). None infers it from which reading the model accepts, and refuses
-    ``init`` that both readings fit (with one chain, ``init`` that fits as one point is one
-    point)."""
+    (``per_chain=True``), and whether it was one point. None infers it from which reading
+    the model accepts, and refuses ``init`` that both readings fit (with one chain, ``init``
+    that fits as one point is one point), and ``init`` that neither fits but whose
+    ``init[0]`` is a point (its leading axis is not ``num_chains``)."""
     init = _as_init(init)
     if per_chain is not None and not isinstance(per_chain, (bool, np.bool_)):
         raise TypeError(f"init_per_chain must be True, False or None, got {per_chain!r}")
@@ -92,7 +127,7 @@ def _model_positions(problem: Problem, init: PyTree, num_chains: int,
     stacked = all(x.ndim >= 1 and x.shape[0] == num_chains for x in leaves)
 
     def broadcast():
-        return jax.tree.map(lambda x: jnp.broadcast_to(x, (num_chains, *x.shape)), init)
+        return jax.tree.map(lambda x: jnp.broadcast_to(x, (num_chains, *x.shape)), init), True
 
     if per_chain is False:
         problem.check_params(init, constrained=True)
@@ -104,17 +139,18 @@ def _model_positions(problem: Problem, init: PyTree, num_chains: int,
                              f"axis of num_chains = {num_chains}; got shapes {shapes}")
         problem.check_params(jax.tree.map(lambda x: x[0], init), "init[c] (one chain's point)",
                              constrained=True)
-        return init
+        return init, False
     try:
         problem.check_params(init, constrained=True)
     except ValueError as single_err:
         if not stacked:
+            _leading_axis_mismatch(problem, init, num_chains, single_err)
             raise
         try:
             problem.check_params(jax.tree.map(lambda x: x[0], init), constrained=True)
         except ValueError:
             raise single_err from None
-        return init
+        return init, False
     # One chain: an init that is also a stack of one point is read as the point (stacking
     # a single chain is rare; refusing would stop every 1-d model started at zeros(1)).
     if stacked and num_chains > 1:
@@ -134,13 +170,52 @@ def _model_positions(problem: Problem, init: PyTree, num_chains: int,
     return broadcast()
 
 
+def _leading_axis_mismatch(problem: Problem, init: PyTree, num_chains: int,
+                           single_err: ValueError) -> None:
+    """Raise a ValueError naming the leading axis if ``init`` (which the model refuses as
+    one point, and whose leading axis is not ``num_chains``) is a stack of points: every
+    leaf shares a leading axis of size k ≠ num_chains and the model accepts ``init[0]``."""
+    leaves = jax.tree.leaves(init)
+    sizes = {x.shape[0] if x.ndim else None for x in leaves}
+    if len(sizes) != 1 or None in sizes:
+        return
+    k = sizes.pop()
+    first = jax.tree.map(lambda x: x[0], init)
+    try:
+        problem.check_params(first, constrained=True)
+    except (ValueError, TypeError):
+        return
+    point = _point_shapes(first)
+    if isinstance(single_err, ModelShapeError) and single_err.term is not None:
+        # init as one point gives a non-scalar, init[0] a scalar: the function may be at
+        # fault (an elementwise loglik that forgot to sum) as much as init; say both.
+        raise ValueError(
+            f"init does not match the model: {single_err.term} returned shape "
+            f"{single_err.returned} at init ({_point_shapes(init)}) and a scalar at init[0] "
+            f"({point}). Either {single_err.requirement} — or init has leading axis {k} but "
+            f"num_chains={num_chains}: pass one point ({point}) for all chains, or one per "
+            f"chain stacked on a leading axis of size num_chains={num_chains}") from None
+    raise ValueError(
+        f"init does not match the model and num_chains: init has leading axis {k} but "
+        f"num_chains={num_chains}; pass one point ({point}) for all chains, or one per chain "
+        f"stacked on a leading axis of size num_chains={num_chains} (the model accepts "
+        f"init[0], {point}, as one point)") from None
+
+
+def _point_shapes(tree: PyTree) -> str:
+    """``tree``'s shape, or its leaves' shapes (for messages)."""
+    shapes = [tuple(x.shape) for x in jax.tree.leaves(tree)]
+    return (f"shape {shapes[0]}" if len(shapes) == 1 else
+            f"leaves shaped {', '.join(map(str, shapes))}")
+
+
 def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_chains: int = 1,
            burn_in: int = 0, thin: int = 1, seed: int = 0, progress: bool | None = None,
            draws_per_block: int | None = None, prng: str = "threefry",
            checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
            stream_to: str | os.PathLike | None = None, mesh: Mesh | None = None,
            init_per_chain: bool | None = None, predict: Any = None,
-           store_draws: bool = True) -> Result:
+           store_draws: bool = True, init_spread: float = 0.0) -> Result:
     """Run ``num_chains`` chains of ``sampler`` on ``problem`` for ``num_steps`` steps each.
 
     The first ``burn_in`` steps are discarded; after them a draw is kept every ``thin``
@@ -212,6 +287,18 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             scalar), and a ValueError when it accepts both (e.g. ``init`` of shape (4, 2),
             ``num_chains=4`` and a model that broadcasts) — pass True or False then; with
             one chain such an ``init`` is one point.
+        init_spread: ≥ 0 (default 0: every chain starts at ``init``). With one point
+            ``init``, chain c starts at ``init + init_spread · ξ_c``, ξ_c ~ N(0, I) (each
+            leaf its own draws), on the sampled scale: the unconstrained one when the
+            problem has ``constraints`` (the spread is added to T⁻¹(init), so every start
+            stays in the support). The ξ_c are drawn from ``seed`` (chain c's from the seed
+            and c alone: the same seed gives the same starts, and a run with more chains
+            adds starts without moving the first ones). Convergence diagnostics compare
+            chains: R-hat (``sgmc.diagnostics``) can only reveal chains that have not
+            forgotten their start if the starts are dispersed relative to the posterior, so
+            take ``init_spread`` about the posterior's scale or larger (or pass dispersed
+            starts yourself, one per chain). A ValueError with a stacked ``init`` or
+            ``init_per_chain=True`` (each chain has its start already).
         predict: a function of one draw (the pytree of a draw, on the model's scale, as in
             ``samples``) returning one array, e.g. a network's class probabilities on a test
             set; traced by JAX inside the compiled loop. At every kept draw each chain adds
@@ -280,7 +367,8 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
     if predict is not None and not callable(predict):
         raise TypeError(f"predict must be a function of one draw returning an array, got "
                         f"{type(predict).__name__}")
-    positions = _chain_positions(problem, init, num_chains, init_per_chain)
+    init_spread = check.nonnegative("init_spread", init_spread)
+    positions = _chain_positions(problem, init, num_chains, init_per_chain, init_spread, seed)
     sampler.check(problem, jax.tree.map(lambda x: x[0], positions), num_chains)
     if mesh is not None:
         check_mesh(mesh, num_chains, sampler, problem)
