@@ -112,7 +112,7 @@ class BenchConfig:
     nn_rss_steps: tuple[int, ...] = (10_000, 100_000)
 
 
-# N = 1e5, d = 54, b = 50: covtype-sized (the forest cover-type data of the SVRG-HMC and EWSG papers).
+# N = 1e5, d = 54, b = 50: covtype-sized (the cover-type data of the SVRG-HMC and EWSG papers).
 FULL = BenchConfig(num_data=100_000, dim=54, batch_size=50, sgld_step=1e-5, sghmc_step=1e-4,
                    friction=100.0, num_steps=20_000, repeats=5, loop_repeats=3,
                    scaling_steps=5_000, scaling_n=(1_000, 10_000, 100_000, 1_000_000),
