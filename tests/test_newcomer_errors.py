@@ -179,6 +179,10 @@ def test_numpy_in_logprior_or_f_names_it(data, nothing_compiled):
     obj = sgmc.Objective(lambda x: float(jnp.sum(x ** 2)))
     with pytest.raises(TypeError, match=r"^f cannot be traced by JAX"):
         sgmc.sample(obj, sgmc.sgld(1e-4), jnp.zeros(2), 5)
+    # minimize probes init's layout (a point? a stack?) first: the same message, not "init
+    # is neither a point nor a stack".
+    with pytest.raises(TypeError, match=r"^f cannot be traced by JAX"):
+        sgmc.minimize(obj, sgmc.gd(1e-3), jnp.zeros(2), 5)
 
 
 # -- 4. dispersed starting points -------------------------------------------------------------

@@ -37,7 +37,7 @@ from .coupling.rules import GreedyRule, greedy_rule
 from .driver import preflight
 from .driver.api import start
 from .driver.checkpoint import Settings
-from .problem import Objective, Problem
+from .problem import TRACER_ERRORS, Objective, Problem
 from .sampler import sgld
 
 __all__ = ["Method", "OptimizeResult", "gd", "gd_x_ld", "ld", "minimize", "sgd", "sgd_x_sgld",
@@ -196,7 +196,11 @@ def _as_problem(objective) -> Problem:
 def _is_point(problem, x) -> bool:
     try:
         problem.check_params(jnp.asarray(x))
-    except (ValueError, TypeError):
+    except (ValueError, TypeError) as err:
+        # NumPy (or Python control flow) inside the objective fails at every shape: that
+        # message, not "init is neither a point nor a stack", names the mistake.
+        if isinstance(err.__cause__, TRACER_ERRORS):
+            raise
         return False
     return True
 
