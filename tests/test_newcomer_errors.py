@@ -207,6 +207,8 @@ def test_init_spread_disperses_the_starts(small):
     assert len({tuple(s) for s in np.round(starts, 4)}) == 64  # every chain its own start
     assert abs(xi.mean()) < 0.25  # 192 standard normals: sd of the mean 0.07
     assert 0.85 < xi.std() < 1.15  # sd of the sd ≈ 0.05
+    res = sgmc.sample(small, TINY, init, 1, num_chains=2, init_spread=2.0)
+    assert res.meta["init_spread"] == 2.0  # recorded with the run
     # The same seed, the same starts; another seed, others.
     np.testing.assert_array_equal(
         starts, _starts(small, init, num_chains=64, init_spread=2.0, seed=3))

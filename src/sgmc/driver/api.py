@@ -395,7 +395,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
         draws_per_block = default_draws_per_block(total_draws, cap)
     settings = Settings(num_steps, burn_in, thin, seed, num_chains, prng,
                         min(draws_per_block, total_draws), checkpoint, checkpoint_every,
-                        stream_to, block_seconds, bool(store_draws))
+                        stream_to, block_seconds, bool(store_draws), float(init_spread))
     if predict is not None:
         states = jax.eval_shape(init_chains, problem, sampler, positions,
                                 chain_keys(settings)[0])

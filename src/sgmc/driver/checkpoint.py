@@ -43,6 +43,9 @@ class Settings(NamedTuple):
     #: False: no draw is stored (``sample(..., store_draws=False)``; the predictive moments
     #: and the final state are the run's outcome).
     store_draws: bool = True
+    #: The spread of the chains' starts around one ``init`` (``sample(..., init_spread=)``);
+    #: recorded, not needed to resume (the states are in the checkpoint).
+    init_spread: float = 0.0
 
     @property
     def num_draws(self) -> int:

@@ -192,6 +192,8 @@ class Run:
         meta.update({k: getattr(s, k) for k in ("checkpoint", "stream_to") if getattr(s, k)})
         if not s.store_draws:
             meta["store_draws"] = False
+        if s.init_spread:
+            meta["init_spread"] = s.init_spread
         meta.update(self.sampler.meta())
         meta.update(compile_time=self.compile_time, sampling_time=self.sampling_time,
                     sampler=self.sampler.name, draws_per_block=self.draws_per_block,
