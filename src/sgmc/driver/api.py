@@ -249,10 +249,12 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             the run needs one compiled program; if the first such block takes more than 2 s,
             the rest are cut to about 1 s each (one more compiled program), so that a Ctrl-C
             is answered promptly (not with streamed data). The draws do not depend on it.
-        prng: ``"threefry"`` (default; the same draws on every backend and sharding) or
-            ``"rbg"`` (XLA's RngBitGenerator: may be faster on accelerators, is slower on
-            the CPU, where threefry draws many steps' randomness at once; its draws may
-            differ across backends).
+        prng: ``"threefry"`` (default; the same random numbers on every backend and
+            sharding — the chains themselves agree only up to floating-point rounding,
+            which differs between backends and grows along a run) or ``"rbg"`` (XLA's
+            RngBitGenerator: may be faster on accelerators, is slower on the CPU, where
+            threefry draws many steps' randomness at once; its random numbers may differ
+            across backends).
         checkpoint: a file path. The complete state of the run (every chain's sampler
             state, the position in the run, where its draws are and how many) is written
             there atomically between blocks, and once more at the end; :func:`sgmc.resume`
