@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import sgmc
+from sgmc.driver import api
 from sgmc.driver import plan as driver_plan
 
 
@@ -203,3 +204,56 @@ def test_progress_bar_updates_per_block(post, capsys):
     sgmc.sample(post, SAMPLER, jnp.zeros(2), num_steps=100, progress=True, draws_per_block=25)
     err = capsys.readouterr().err
     assert "100/100" in err and "sgld" in err
+
+
+@pytest.mark.parametrize("kernel, kw", [
+    ("sgld", dict(num_steps=100, thin=1)),
+    # A burn-in that is not a multiple of thin and leftover steps: partial blocks (looped
+    # programs) next to the unrolled full blocks.
+    ("sghmc", dict(num_steps=203, burn_in=13, thin=3, num_chains=2)),
+    ("sghmc", dict(num_steps=64, thin=4, num_chains=2, predict=jnp.tanh)),
+])
+def test_unrolled_blocks_give_the_same_draws(post, compiles, kernel, kw):
+    """sample(unroll=True) compiles its full blocks without loops (for XLA:CPU's slow
+    convolution gradients in loops): the same run as the looped program up to float
+    rounding — XLA may fuse the longer program's arithmetic differently, a last-bit
+    difference per step (measured ≤ 2.4e-7 here), where a wrong key, minibatch or step would
+    differ by O(√h) = O(1e-2) — and bitwise reproducible itself."""
+    smp = {"sgld": SAMPLER,
+           "sghmc": sgmc.sghmc(1e-3, friction=5.0, batch_size=20, integrator="splitting")}[kernel]
+    looped = sgmc.sample(post, smp, jnp.zeros(2), seed=4, **kw)
+    compiles.clear()
+    unrolled = sgmc.sample(post, smp, jnp.zeros(2), seed=4, unroll=True, **kw)
+    assert compiles  # a different program ran
+    assert unrolled.meta["draws_per_block"] * kw["thin"] <= api.MAX_UNROLLED_STEPS
+    np.testing.assert_allclose(unrolled.samples, looped.samples, rtol=0, atol=1e-5)
+    np.testing.assert_array_equal(unrolled.info["grad_evals"], looped.info["grad_evals"])
+    if "predict" in kw:
+        np.testing.assert_allclose(unrolled.predictive["mean"], looped.predictive["mean"],
+                                   rtol=0, atol=1e-5)
+    again = sgmc.sample(post, smp, jnp.zeros(2), seed=4, unroll=True, **kw)
+    np.testing.assert_array_equal(again.samples, unrolled.samples)
+
+
+def test_unroll_is_validated(post):
+    with pytest.raises(ValueError, match="thin must be ≤ 32"):
+        sgmc.sample(post, SAMPLER, jnp.zeros(2), 100, thin=33, unroll=True)
+    with pytest.raises(TypeError, match="unroll must be True, False or None"):
+        sgmc.sample(post, SAMPLER, jnp.zeros(2), 100, unroll="yes")
+
+
+def test_unroll_by_default_for_convolutions_on_the_cpu(post):
+    """unroll=None: unrolled on a CPU when the model convolves (and thin allows it)."""
+    signal = np.random.default_rng(0).normal(size=(40, 16)).astype(np.float32)
+
+    def loglik(w, x):  # a 1-d convolution of one signal with a 3-tap filter
+        out = jax.lax.conv_general_dilated(x[None, None], w[None, None], (1,), "SAME")
+        return -0.5 * jnp.sum(out**2)
+
+    conv = sgmc.Posterior(loglik, lambda w: -0.5 * jnp.sum(w**2), signal)
+    on_cpu = jax.default_backend() == "cpu"
+    res = sgmc.sample(conv, SAMPLER, jnp.zeros(3), 20, thin=2)
+    assert res.meta.get("unroll", False) == on_cpu
+    assert "unroll" not in sgmc.sample(conv, SAMPLER, jnp.zeros(3), 40, thin=40).meta
+    assert "unroll" not in sgmc.sample(conv, SAMPLER, jnp.zeros(3), 20, unroll=False).meta
+    assert "unroll" not in sgmc.sample(post, SAMPLER, jnp.zeros(2), 20).meta  # no convolution

@@ -29,6 +29,9 @@ from .loop import Counters, Moments, drawn, init_chains
 from .plan import BLOCK_BYTES, BLOCK_SECONDS, default_draws_per_block
 from .run import PRNG_IMPLS, Run, chain_keys, execute, stored_mask, stored_total
 
+#: The most steps ``sample(..., unroll=True)`` compiles into one loop-free block program.
+MAX_UNROLLED_STEPS = 32
+
 __all__ = ["resume", "sample", "start"]
 
 PyTree = Any
@@ -209,13 +212,29 @@ def _point_shapes(tree: PyTree) -> str:
             f"leaves shaped {', '.join(map(str, shapes))}")
 
 
+def _has_convolution(problem: Problem, position: PyTree) -> bool:
+    """Whether the energy of one datum (or of the exact term) at ``position`` convolves:
+    the jaxpr of its gradient holds a ``conv_general_dilated``."""
+    def energy(p):
+        u = problem.exact_energy(p)
+        if problem.has_data:
+            u = u + problem.datum_energy(p, jax.tree.map(lambda a: a[0], problem.data))
+        return u
+
+    try:
+        return "conv_general_dilated" in str(jax.make_jaxpr(jax.grad(energy))(position))
+    except Exception:  # a heuristic only: preflight has checked the model already
+        return False
+
+
 def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_chains: int = 1,
            burn_in: int = 0, thin: int = 1, seed: int = 0, progress: bool | None = None,
            draws_per_block: int | None = None, prng: str = "threefry",
            checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
            stream_to: str | os.PathLike | None = None, mesh: Mesh | None = None,
            init_per_chain: bool | None = None, predict: Any = None,
-           store_draws: bool = True, init_spread: float = 0.0) -> Result:
+           store_draws: bool = True, init_spread: float = 0.0,
+           unroll: bool | None = None) -> Result:
     """Run ``num_chains`` chains of ``sampler`` on ``problem`` for ``num_steps`` steps each.
 
     The first ``burn_in`` steps are discarded; after them a draw is kept every ``thin``
@@ -314,6 +333,16 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             and ``info`` have zero draws, and memory is the chains' states plus
             ``predict``'s moments whatever the number of steps — for a network whose draws
             would not fit, with ``predict``. Not with ``stream_to``.
+        unroll: True: compile each block's steps one after another, without a loop, in
+            blocks of at most :data:`MAX_UNROLLED_STEPS` steps (so ``thin`` ≤ that). The
+            run is the looped run up to float rounding (XLA may fuse a longer program's
+            arithmetic differently: last-bit differences per step), and the same seed gives
+            bitwise the same draws with ``unroll=True``. For convolutional networks on a CPU:
+            XLA:CPU runs a convolution's gradient 10–25× slower inside a loop than outside
+            one (jax-ml/jax#12868); unrolled, a small CNN's step ran ~9× faster here
+            (benchmarks/README.md). None (default): True on a CPU backend when the model
+            has a convolution (in its jaxpr) and ``thin`` ≤ :data:`MAX_UNROLLED_STEPS`,
+            else False (elsewhere loops cost nothing and compile faster).
 
     Before anything is compiled (:mod:`sgmc.driver.preflight`), the energy and its gradient
     are evaluated at every chain's initial point on the first 256 rows of data, the prior
@@ -370,19 +399,30 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
         raise TypeError(f"predict must be a function of one draw returning an array, got "
                         f"{type(predict).__name__}")
     init_spread = check.nonnegative("init_spread", init_spread)
+    if unroll is not None and not isinstance(unroll, (bool, np.bool_)):
+        raise TypeError(f"unroll must be True, False or None, got {unroll!r}")
+    if unroll and thin > MAX_UNROLLED_STEPS:
+        raise ValueError(f"unroll=True compiles every step of a block without a loop, so thin "
+                         f"must be ≤ {MAX_UNROLLED_STEPS}; got thin={thin}. Thin less (and "
+                         "discard draws afterwards), or use predict= with a small thin")
     positions = _chain_positions(problem, init, num_chains, init_per_chain, init_spread, seed)
     sampler.check(problem, jax.tree.map(lambda x: x[0], positions), num_chains)
     if mesh is not None:
         check_mesh(mesh, num_chains, sampler, problem)
     preflight.preflight(problem, sampler, positions, num_steps)
+    if unroll is None:
+        unroll = (thin <= MAX_UNROLLED_STEPS and jax.default_backend() == "cpu"
+                  and _has_convolution(problem, jax.tree.map(lambda x: x[0], positions)))
     spec = position_spec(positions) if checkpoint else None
 
     num_draws = (num_steps - burn_in) // thin
     total_draws = burn_in // thin + num_draws  # burn-in runs as draws that are dropped
     # Blocks of the default size are re-sized by wall time after the first one (not those
     # the user chose, nor a stream's, whose data buffers are tied to the block size).
-    block_seconds = BLOCK_SECONDS if draws_per_block is None and problem.stream is None \
-        else None
+    # (Not with unroll: its blocks are short, and one set of block sizes keeps the rounding,
+    # and so the draws, independent of how long the first block took.)
+    block_seconds = BLOCK_SECONDS if (draws_per_block is None and problem.stream is None
+                                      and not unroll) else None
     if draws_per_block is None:
         bytes_per_draw = num_chains * sum(x[0].size * x.dtype.itemsize
                                           for x in jax.tree.leaves(positions))
@@ -394,10 +434,15 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             # B / batch_size steps so that its minibatches barely reuse rows (sgmc.streaming).
             b = sampler.batch_size
             cap = min(cap, max(1, problem.data_rows // (b or problem.data_rows) // thin))
+        if unroll:  # a block is one straight-line program of draws_per_block × thin steps
+            cap = min(cap, max(1, MAX_UNROLLED_STEPS // thin))
         draws_per_block = default_draws_per_block(total_draws, cap)
+    elif unroll:
+        draws_per_block = min(draws_per_block, max(1, MAX_UNROLLED_STEPS // thin))
     settings = Settings(num_steps, burn_in, thin, seed, num_chains, prng,
                         min(draws_per_block, total_draws), checkpoint, checkpoint_every,
-                        stream_to, block_seconds, bool(store_draws), float(init_spread))
+                        stream_to, block_seconds, bool(store_draws), float(init_spread),
+                        bool(unroll))
     if predict is not None:
         states = jax.eval_shape(init_chains, problem, sampler, positions,
                                 chain_keys(settings)[0])

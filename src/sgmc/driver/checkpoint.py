@@ -46,6 +46,9 @@ class Settings(NamedTuple):
     #: The spread of the chains' starts around one ``init`` (``sample(..., init_spread=)``);
     #: recorded, not needed to resume (the states are in the checkpoint).
     init_spread: float = 0.0
+    #: Full blocks compiled without loops (``sample(..., unroll=True)``); the draws are the
+    #: same either way.
+    unroll: bool = False
 
     @property
     def num_draws(self) -> int:

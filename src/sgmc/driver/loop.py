@@ -141,10 +141,17 @@ def _largest_divisor(n: int, at_most: int) -> int:
     return max(d for d in range(1, min(n, at_most) + 1) if n % d == 0)
 
 
-def _loop(n: int, body, carry):
+def _loop(n: int, body, carry, unroll: bool = False):
     """``fori_loop(0, n, body, carry)``; no loop at all when n = 1 (a loop of one trip still
-    costs its overhead on XLA:CPU)."""
-    return body(0, carry) if n == 1 else jax.lax.fori_loop(0, n, body, carry)
+    costs its overhead on XLA:CPU) or with ``unroll`` (the n bodies one after another: see
+    :func:`run_block`)."""
+    if n == 1:
+        return body(0, carry)
+    if unroll:
+        for i in range(n):
+            carry = body(i, carry)
+        return carry
+    return jax.lax.fori_loop(0, n, body, carry)
 
 
 class _Parts(NamedTuple):
@@ -304,14 +311,21 @@ def _empty_buffer(template, slots):
                         template)
 
 
-@partial(jax.jit, static_argnames=("n_draws", "thin", "predict", "store"))
+@partial(jax.jit, static_argnames=("n_draws", "thin", "predict", "store", "unroll"))
 def run_block(problem, kernel, states, counters, run_keys, t0, moments=None, window=None, *,
-              n_draws, thin, predict=None, store=True):
+              n_draws, thin, predict=None, store=True, unroll=False):
     """Run ``n_draws`` × ``thin`` steps of every chain from global step ``t0``, recording a
     draw after every ``thin`` steps. Returns (states, counters, buffer, moments) with the
     buffer's leaves shaped (chains, n_draws, ...) (none with ``store=False``), and
     ``moments`` (:class:`Moments`, or None without ``predict``) updated at the kept draws
-    (module docstring; ``window`` = (lo, hi), int32)."""
+    (module docstring; ``window`` = (lo, hi), int32).
+
+    ``unroll=True`` writes the block's steps one after another, with no loop: a program of
+    n_draws × thin steps (``sample(..., unroll=True)`` keeps it short). On XLA:CPU a
+    convolution's gradient inside any while loop runs 10–25× slower than outside one
+    (jax-ml/jax#12868); without a loop it runs at full speed. The draws are the looped
+    program's up to float rounding: the barriers keep every step apart, but XLA may still
+    fuse the longer program's arithmetic differently (last-bit differences)."""
     p = _parts(problem, kernel, states, counters, run_keys, t0, moments, window, predict,
                store)
 
@@ -332,7 +346,7 @@ def run_block(problem, kernel, states, counters, run_keys, t0, moments=None, win
             states, c, info = p.one_step(t + i, states, c, draws, offset + i)
             return states, c, p.accumulate(acc, info, False)
 
-        return _loop(n, body, carry)
+        return _loop(n, body, carry, unroll)
 
     def group(g, carry):
         states, c, acc, buf, mom = carry
@@ -347,19 +361,20 @@ def run_block(problem, kernel, states, counters, run_keys, t0, moments=None, win
                 return (states, c, p.stat_zero, _put(buf, p.record(states, c, acc), g * m + j),
                         mom)
 
-            return _loop(m, one_draw, carry)
+            return _loop(m, one_draw, carry, unroll)
 
         def chunk(i, inner):
             t_c = t_g + i * k
             return steps(inner, t_c, k, p.randomness(t_c, k), 0)
 
-        states, c, acc = _loop(r, chunk, (states, c, acc))
+        states, c, acc = _loop(r, chunk, (states, c, acc), unroll)
         mom = p.observe(mom, states, t_g + thin - 1)
         return states, c, p.stat_zero, _put(buf, p.record(states, c, acc), g), mom
 
     buf = _empty_buffer(p.record(p.states, p.counters, p.stat_zero), n_draws)
     states, counters, _, buf, mom = _loop(n_draws // m, group,
-                                          (p.states, p.counters, p.stat_zero, buf, p.moments))
+                                          (p.states, p.counters, p.stat_zero, buf, p.moments),
+                                          unroll)
     return p.outer(states), p.outer(counters), p.outer(buf, axis=1), p.outer(mom)
 
 

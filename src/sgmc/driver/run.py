@@ -194,6 +194,8 @@ class Run:
             meta["store_draws"] = False
         if s.init_spread:
             meta["init_spread"] = s.init_spread
+        if s.unroll:
+            meta["unroll"] = True
         meta.update(self.sampler.meta())
         meta.update(compile_time=self.compile_time, sampling_time=self.sampling_time,
                     sampler=self.sampler.name, draws_per_block=self.draws_per_block,
@@ -421,7 +423,8 @@ def _compile(run: Run, args: tuple, programs: dict) -> dict:
               "store": run.settings.store_draws}
     programs = dict(programs)
     if any(b.full for b in run.plan) and programs.get("full_draws") != n:
-        programs["full"] = run_block.lower(*args, n_draws=n, thin=thin, **static).compile()
+        programs["full"] = run_block.lower(*args, n_draws=n, thin=thin,
+                                           unroll=run.settings.unroll, **static).compile()
         programs["full_draws"] = n
     if not all(b.full for b in run.plan) and programs.get("partial_draws", 0) < n:
         programs["partial"] = run_steps.lower(*args[:6], np.int32(1), np.int32(1), *args[6:],
