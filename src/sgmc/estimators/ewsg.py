@@ -76,6 +76,8 @@ __all__ = ["EWSG", "X_CHOICES", "EWSGState", "ewsg"]
 
 X_CHOICES = ("default", "zero", "one", "next_zero")
 GROUPINGS = ("slot", "batch")
+#: Index chains of at most this many Metropolis steps are written out instead of looped.
+UNROLLED_CHAIN = 4
 
 
 class EWSGState(NamedTuple):
@@ -202,7 +204,15 @@ class EWSG(Estimator):
             return (jnp.where(accept, prop, idx), jax.tree.map(pick, g_prop, g),
                     jnp.where(accept, e_prop, e))
 
-        idx, g, _ = jax.lax.fori_loop(0, self.chain_length, mh, (start, g_cur, energy(g_cur)))
+        carry = (start, g_cur, energy(g_cur))
+        if self.chain_length <= UNROLLED_CHAIN:
+            # Written out, not looped: on XLA:CPU a convolution's gradient inside a loop
+            # runs 10–25× slower (jax-ml/jax#12868), and M is small.
+            for m in range(self.chain_length):
+                carry = mh(m, carry)
+        else:
+            carry = jax.lax.fori_loop(0, self.chain_length, mh, carry)
+        idx, g, _ = carry
         scale = problem.batch_scale(b)
         terms = b if by_batch else 1  # data behind each entry of g's slot axis
         grad = jax.tree.map(lambda e, gs: e + scale * terms * gs.sum(0), g0, g)
