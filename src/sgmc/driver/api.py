@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+import weakref
 from typing import Any
 
 import jax
@@ -212,9 +213,32 @@ def _point_shapes(tree: PyTree) -> str:
             f"leaves shaped {', '.join(map(str, shapes))}")
 
 
+#: _has_convolution's answers by (id(problem), position shapes): (weak reference, answer).
+_CONVOLVES: dict = {}
+
+
 def _has_convolution(problem: Problem, position: PyTree) -> bool:
     """Whether the energy of one datum (or of the exact term) at ``position`` convolves:
-    the jaxpr of its gradient holds a ``conv_general_dilated``."""
+    the jaxpr of its gradient holds a ``conv_general_dilated``. Remembered per problem
+    object and position shapes (tracing costs ~5 ms, a short run's whole time)."""
+    key = (id(problem), jax.tree.structure(position),
+           tuple((jnp.shape(x), jnp.result_type(x)) for x in jax.tree.leaves(position)))
+    ref, answer = _CONVOLVES.get(key, (None, None))
+    if ref is not None and ref() is problem:
+        return answer
+    try:
+        ref = weakref.ref(problem)
+    except TypeError:  # not weakly referenceable: no caching
+        ref = None
+    answer = _convolves(problem, position)
+    if ref is not None:
+        for k in [k for k, (r, _) in _CONVOLVES.items() if r() is None]:
+            del _CONVOLVES[k]  # problems gone since
+        _CONVOLVES[key] = (ref, answer)
+    return answer
+
+
+def _convolves(problem: Problem, position: PyTree) -> bool:
     def energy(p):
         u = problem.exact_energy(p)
         if problem.has_data:
