@@ -9,6 +9,7 @@ import pytest
 import sgmc
 from sgmc import _store
 from sgmc.driver import api, preflight
+from test_checkpoint import interrupt_after
 
 D = 30  # parameters of the regression model
 
@@ -256,16 +257,8 @@ def test_a_run_with_init_spread_resumes_bitwise(small, tmp_path, monkeypatch):
     run = dict(num_steps=40, num_chains=3, seed=2, init_spread=1.5, draws_per_block=10)
     smp = sgmc.sgld(1e-3, batch_size=10)
     full = sgmc.sample(small, smp, jnp.zeros(3), **run)
-    calls = []
-    append = _store.MemorySink.append
-
-    def interrupt(sink, *args):
-        append(sink, *args)
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(_store.MemorySink, "append", interrupt)
+    monkeypatch.setattr(_store.MemorySink, "append",
+                        interrupt_after(2, _store.MemorySink.append))
     path = tmp_path / "run.ckpt"
     with pytest.raises(sgmc.Interrupted):
         sgmc.sample(small, smp, jnp.zeros(3), **run, checkpoint=path, checkpoint_every=10)

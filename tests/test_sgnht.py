@@ -44,6 +44,7 @@ from sgmc import _store
 from sgmc.dynamics import NoseHoover, NoseHooverState
 from sgmc.dynamics.base import Integrator
 from sgmc.sampler import sgnht
+from test_checkpoint import interrupt_after
 
 # The Gaussian posterior of (a) and (c): precision eigenvalues 2.4 … 5.3, minibatch noise
 # V with eigenvalues 13 … 45 at batch 50; A h = 0.05.
@@ -294,16 +295,8 @@ def test_chains_thinning_and_checkpoint_resume(target, tmp_path, monkeypatch):
     assert full.info["grad_evals"][0, -1] == 400 * BATCH
 
     path = tmp_path / "run.ckpt"
-    append = _store.MemorySink.append
-    calls = []
-
-    def interrupt(sink, *args):
-        append(sink, *args)
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(_store.MemorySink, "append", interrupt)
+    monkeypatch.setattr(_store.MemorySink, "append",
+                        interrupt_after(2, _store.MemorySink.append))
     with pytest.raises(sgmc.Interrupted):
         sgmc.sample(target["post"], sampler, **run, checkpoint=path, checkpoint_every=50)
     monkeypatch.undo()
