@@ -111,32 +111,42 @@ def build(model: str, num_data: int, hidden: int = 100, channels: tuple[int, int
     return sgmc.Posterior(loglik, logprior, data), init, net.apply
 
 
-def loops(post: sgmc.Posterior, init: PyTree, batch_size: int, num_steps: int,
-          learning_rate: float, seed: int = 0,
-          unroll: bool = False) -> dict[str, Callable[[], Any]]:
-    """The two baselines, jitted, as zero-argument calls: ``"SGD"`` (optax SGD with
-    momentum 0.9 on sgmc's minibatch energy, one ``lax.scan``) and ``"SGD + noise"`` (the
-    same plus one N(0, I_d) draw per step added to the update). ``unroll``: the scan fully
-    unrolled (no loop: XLA:CPU's convolution gradients are slow inside loops)."""
+def _sgd_step(post: sgmc.Posterior, init: PyTree, batch_size: int, learning_rate: float,
+              noise: bool) -> tuple[Any, Callable]:
+    """(the optax optimiser, one step ``(params, opt_state, key) -> (params, opt_state)``):
+    optax SGD with momentum 0.9 on sgmc's minibatch energy, the minibatch drawn on the
+    device; with ``noise``, one N(0, I_d) draw (scaled by √(2·lr)) added to the update."""
     optax = _flax()[1]
     opt = optax.sgd(learning_rate, momentum=0.9)
     flat, unravel = ravel_pytree(init)
-    d, n = flat.size, post.data_rows
-    scale = float(np.sqrt(2.0 * learning_rate))
+    n, scale = post.data_rows, float(np.sqrt(2.0 * learning_rate))
 
+    def step(p, s, key):
+        k_batch, k_noise = jax.random.split(key)
+        idx = jax.random.randint(k_batch, (batch_size,), 0, n, dtype=jnp.int32)
+        u, s = opt.update(jax.grad(post.estimate_energy)(p, idx), s, p)
+        if noise:
+            z = unravel(jax.random.normal(k_noise, flat.shape, flat.dtype))
+            u = jax.tree.map(lambda a, b: a + scale * b, u, z)
+        return optax.apply_updates(p, u), s
+
+    return opt, step
+
+
+def loops(post: sgmc.Posterior, init: PyTree, batch_size: int, num_steps: int,
+          learning_rate: float, seed: int = 0,
+          unroll: bool = False) -> dict[str, Callable[[], Any]]:
+    """The two baselines, jitted, as zero-argument calls: ``"SGD"`` (:func:`_sgd_step` in
+    one ``lax.scan``, step t's key ``fold_in(key, t)``) and ``"SGD + noise"`` (the same with
+    the Gaussian draw). ``unroll``: the scan fully unrolled (no loop: XLA:CPU's convolution
+    gradients are slow inside loops)."""
     def make(noise: bool):
+        opt, step = _sgd_step(post, init, batch_size, learning_rate, noise)
+
         @jax.jit
         def run(params, key):
             def body(carry, t):
-                p, s = carry
-                k_batch, k_noise = jax.random.split(jax.random.fold_in(key, t))
-                idx = jax.random.randint(k_batch, (batch_size,), 0, n, dtype=jnp.int32)
-                g = jax.grad(post.estimate_energy)(p, idx)
-                u, s = opt.update(g, s, p)
-                if noise:
-                    z = unravel(jax.random.normal(k_noise, (d,), flat.dtype))
-                    u = jax.tree.map(lambda a, b: a + scale * b, u, z)
-                return (optax.apply_updates(p, u), s), None
+                return step(*carry, jax.random.fold_in(key, t)), None
 
             (p, _), _ = jax.lax.scan(body, (params, opt.init(params)),
                                      jnp.arange(num_steps, dtype=jnp.int32),
@@ -175,33 +185,18 @@ def _cost(compiled) -> dict[str, float]:
 
 def step_costs(post: sgmc.Posterior, init: PyTree, batch_size: int, learning_rate: float,
                sampler: Any) -> dict[str, dict[str, float]]:
-    """XLA's cost analysis of ONE step of SGD, SGD + noise and ``sampler`` (``kernel.step``
-    on one chain): flops and bytes accessed per step."""
-    optax = _flax()[1]
-    opt = optax.sgd(learning_rate, momentum=0.9)
-    flat, unravel = ravel_pytree(init)
-    n = post.data_rows
-
-    def sgd(p, s, key, noise):
-        k_batch, k_noise = jax.random.split(key)
-        idx = jax.random.randint(k_batch, (batch_size,), 0, n, dtype=jnp.int32)
-        u, s = opt.update(jax.grad(post.estimate_energy)(p, idx), s, p)
-        if noise:
-            z = unravel(jax.random.normal(k_noise, flat.shape, flat.dtype))
-            u = jax.tree.map(jnp.add, u, z)
-        return optax.apply_updates(p, u), s
-
+    """XLA's cost analysis of ONE step of SGD, SGD + noise (:func:`_sgd_step`) and
+    ``sampler`` (``kernel.step`` on one chain): flops and bytes accessed per step."""
     key = jax.random.key(0)
-    s0 = opt.init(init)
+    costs = {}
+    for name, noise in (("SGD", False), ("SGD + noise", True)):
+        opt, step = _sgd_step(post, init, batch_size, learning_rate, noise)
+        costs[name] = _cost(jax.jit(step).lower(init, opt.init(init), key).compile())
     state = sampler.init(post, init, key)
     t = jnp.zeros((), jnp.int32)
-    return {
-        "SGD": _cost(jax.jit(sgd, static_argnums=3).lower(init, s0, key, False).compile()),
-        "SGD + noise": _cost(jax.jit(sgd, static_argnums=3).lower(init, s0, key, True)
-                             .compile()),
-        "SGHMC": _cost(jax.jit(lambda s, k, t: sampler.step(post, s, k, t))
-                       .lower(state, key, t).compile()),
-    }
+    costs["SGHMC"] = _cost(jax.jit(lambda s, k, t: sampler.step(post, s, k, t))
+                           .lower(state, key, t).compile())
+    return costs
 
 
 def peak_rss(model: str, num_data: int, num_steps: int, store: bool, *, hidden: int = 100,
