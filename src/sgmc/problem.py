@@ -359,7 +359,7 @@ class Problem:
             out = _traced(fn, params, short, name)
             if out.shape != ():
                 raise ModelShapeError(f"{short} returned shape {tuple(out.shape)} at {name} "
-                                      f"({_shapes(params)}): {contract}"
+                                      f"({shapes_text(params)}): {contract}"
                                       + _extra_axis_hint(fn, params, name),
                                       term=short, requirement=contract,
                                       returned=tuple(out.shape))
@@ -407,19 +407,25 @@ def _traced(fn: Callable, params: PyTree, short: str, name: str) -> jax.ShapeDty
                          f"({short}) at it failed with {type(err).__name__}: {err}") from err
 
 
-def _shapes(params: PyTree) -> str:
+def shapes_text(params: PyTree) -> str:
     """``params``' shape, or its leaves' shapes (for messages)."""
     shapes = [tuple(np.shape(x)) for x in jax.tree.leaves(params)]
     return (f"shape {shapes[0]}" if len(shapes) == 1 else
             f"leaves shaped {', '.join(map(str, shapes))}")
 
 
+def leading_size(params: PyTree) -> int | None:
+    """The leading axis's size if every leaf has one and they agree (``params`` might be a
+    stack of points), else None."""
+    sizes = {np.shape(x)[0] if np.ndim(x) else None for x in jax.tree.leaves(params)}
+    return sizes.pop() if len(sizes) == 1 and None not in sizes else None
+
+
 def _extra_axis_hint(fn: Callable, params: PyTree, name: str) -> str:
     """When ``fn`` (non-scalar at ``params``) is a scalar at ``params[0]``: a hint that
     ``params`` may hold several points on a leading axis; else ''."""
-    leaves = jax.tree.leaves(params)
-    sizes = {np.shape(x)[0] if np.ndim(x) else None for x in leaves}
-    if len(sizes) != 1 or None in sizes:
+    k = leading_size(params)
+    if k is None:
         return ""
     first = jax.tree.map(lambda x: x[0], params)
     try:
@@ -428,7 +434,7 @@ def _extra_axis_hint(fn: Callable, params: PyTree, name: str) -> str:
         return ""
     if out.shape != ():
         return ""
-    return (f" (a scalar at {name}[0], {_shapes(first)}: if {name} holds {sizes.pop()} "
+    return (f" (a scalar at {name}[0], {shapes_text(first)}: if {name} holds {k} "
             f"points on its leading axis, pass one point, or one per chain stacked on a "
             f"leading axis of size num_chains)")
 

@@ -22,7 +22,7 @@ from .._mesh import check_mesh
 from .._store import DiskSink, MemorySink
 from .._tree import all_finite, as_float_tree
 from ..kernel import KERNEL_MEMBERS, Kernel
-from ..problem import ModelShapeError, Problem
+from ..problem import ModelShapeError, Problem, leading_size, shapes_text
 from ..result import Result
 from . import preflight
 from .checkpoint import Settings, fill, position_spec, position_template
@@ -179,23 +179,21 @@ def _leading_axis_mismatch(problem: Problem, init: PyTree, num_chains: int,
     """Raise a ValueError naming the leading axis if ``init`` (which the model refuses as
     one point, and whose leading axis is not ``num_chains``) is a stack of points: every
     leaf shares a leading axis of size k ≠ num_chains and the model accepts ``init[0]``."""
-    leaves = jax.tree.leaves(init)
-    sizes = {x.shape[0] if x.ndim else None for x in leaves}
-    if len(sizes) != 1 or None in sizes:
+    k = leading_size(init)
+    if k is None:
         return
-    k = sizes.pop()
     first = jax.tree.map(lambda x: x[0], init)
     try:
         problem.check_params(first, constrained=True)
     except (ValueError, TypeError):
         return
-    point = _point_shapes(first)
+    point = shapes_text(first)
     if isinstance(single_err, ModelShapeError) and single_err.term is not None:
         # init as one point gives a non-scalar, init[0] a scalar: the function may be at
         # fault (an elementwise loglik that forgot to sum) as much as init; say both.
         raise ValueError(
             f"init does not match the model: {single_err.term} returned shape "
-            f"{single_err.returned} at init ({_point_shapes(init)}) and a scalar at init[0] "
+            f"{single_err.returned} at init ({shapes_text(init)}) and a scalar at init[0] "
             f"({point}). Either {single_err.requirement} — or init has leading axis {k} but "
             f"num_chains={num_chains}: pass one point ({point}) for all chains, or one per "
             f"chain stacked on a leading axis of size num_chains={num_chains}") from None
@@ -204,13 +202,6 @@ def _leading_axis_mismatch(problem: Problem, init: PyTree, num_chains: int,
         f"num_chains={num_chains}; pass one point ({point}) for all chains, or one per chain "
         f"stacked on a leading axis of size num_chains={num_chains} (the model accepts "
         f"init[0], {point}, as one point)") from None
-
-
-def _point_shapes(tree: PyTree) -> str:
-    """``tree``'s shape, or its leaves' shapes (for messages)."""
-    shapes = [tuple(x.shape) for x in jax.tree.leaves(tree)]
-    return (f"shape {shapes[0]}" if len(shapes) == 1 else
-            f"leaves shaped {', '.join(map(str, shapes))}")
 
 
 #: _has_convolution's answers by (id(problem), position shapes): (weak reference, answer).
