@@ -354,7 +354,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             arithmetic differently: last-bit differences per step), and the same seed gives
             bitwise the same draws with ``unroll=True``. For convolutional networks on a CPU:
             XLA:CPU runs a convolution's gradient 10–25× slower inside a loop than outside
-            one (jax-ml/jax#12868); unrolled, a small CNN's step ran ~9× faster here
+            one (jax-ml/jax#12868); unrolled, a small CNN's step ran ~12× faster here
             (benchmarks/README.md). None (default): True on a CPU backend when the model
             has a convolution (in its jaxpr) and ``thin`` ≤ :data:`MAX_UNROLLED_STEPS`,
             else False (elsewhere loops cost nothing and compile faster).

@@ -8,7 +8,8 @@ instead of a select that would run the full pass at every step. Nothing is skipp
 ``lax.cond`` in the loop (an estimator's O(N) table would be copied every step).
 
 Two programs: :func:`run_block` runs ``n_draws`` draws of ``thin`` steps with a *static* trip
-count (a loop with a traced trip count cost 25–35 % more per step on XLA:CPU), and
+count (a loop with a traced trip count cost 25–35 % more per step on XLA:CPU; with
+``unroll`` its steps are written out with no loop at all), and
 :func:`run_steps` a traced number, for a run's leftovers (a partial last block, burn-in steps
 that do not fill a draw).
 
