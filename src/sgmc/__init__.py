@@ -25,7 +25,14 @@ from .constraints import Constraints
 from .coupling import cv_energy, exact_energy, geometric_ladder, minibatch_energy, replica_exchange
 from .cyclical import cyclical
 from .driver import resume, sample
-from .errors import CheckpointError, DataError, DivergenceError, Interrupted, StorageError
+from .errors import (
+    CheckpointError,
+    DataError,
+    DivergenceError,
+    Interrupted,
+    SamplingWarning,
+    StorageError,
+)
 from .estimators import control_variate, ewsg, saga, svrg, uniform
 from .numpyro_model import NumPyroPosterior
 from .optimize import OptimizeResult, gd, gd_x_ld, ld, minimize, sgd, sgd_x_sgld, sgld_opt
@@ -39,7 +46,8 @@ __version__ = "0.1.0"
 
 __all__ = ["CheckpointError", "Constraints", "DataError", "DivergenceError", "Interrupted",
            "NumPyroPosterior", "Objective",
-           "OptimizeResult", "Posterior", "Result", "StorageError", "Stream", "control_variate",
+           "OptimizeResult", "Posterior", "Result", "SamplingWarning", "StorageError", "Stream",
+           "control_variate",
            "coupling", "curvature", "cv_energy", "cyclical", "datasets", "diagnostics", "ewsg",
            "exact_energy", "gd", "gd_x_ld", "geometric_ladder", "ld",
            "metrics", "minibatch_energy", "minimize", "models", "objectives", "plots",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CheckpointError", "DataError", "DivergenceError", "Interrupted", "StorageError"]
+__all__ = ["CheckpointError", "DataError", "DivergenceError", "Interrupted", "SamplingWarning",
+           "StorageError"]
 
 
 class DivergenceError(FloatingPointError):
@@ -120,3 +121,8 @@ class StorageError(OSError):
                          f"step {self.step} and the {n} draws per chain kept so far are in "
                          f".result{then}")
         self.errno = cause.errno  # (strerror stays unset: str() is the message above)
+
+
+class SamplingWarning(UserWarning):
+    """A run (or warm-up) that finished but whose draws may not be what was asked for: its
+    message names the statistic, its size ± standard error, and what to try."""
