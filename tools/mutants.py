@@ -46,6 +46,7 @@ T_EST = ("tests/test_kernels.py", "tests/test_variance_reduced.py", "tests/test_
 T_EWSG = ("tests/test_kernels.py", "tests/test_ewsg.py")
 T_REPLICA = ("tests/test_swap_rule.py", "tests/test_replica.py")
 T_OPT = ("tests/test_objectives.py", "tests/test_optimize.py")
+T_CYC = ("tests/test_cyclical.py",)
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,28 @@ MUTANTS: list[Mutant] = [
       'scale = 0.0 if self.init_momentum == "zero" else jnp.sqrt(params.temperature)',
       'scale = 0.0 if self.init_momentum == "zero" else 1.0',
       "initial momentum drawn at τ = 1 whatever τ", ("tests/test_validation.py", *T_DYN)),
+    # -- cyclical SG-MCMC (cyclical.py) --------------------------------------------------------
+    M("cyclical-lr-no-sqrt", "cyclical.py",
+      "params.step_size * (jnp.sqrt(c) if self.sqrt_step else c), tau, t)",
+      "params.step_size * c, tau, t)",
+      "cSGHMC's step size h₀·c with the friction D/√c (learning rate c², not c)", T_CYC),
+    M("cyclical-friction-fixed", "cyclical.py",
+      "friction=self.dynamics.friction / jnp.sqrt(self.factor(t)))",
+      "friction=self.dynamics.friction)",
+      "cSGHMC's friction not rescaled: the momentum decay D·h_t fades with the step", T_CYC),
+    M("cyclical-sqrt-for-sgld", "cyclical.py",
+      'return self.scale == "learning_rate" and isinstance(self.dynamics,\n'
+      "                                                            (Underdamped, NoseHoover))",
+      'return self.scale == "learning_rate"',
+      "the √c step for every sampler: cSGLD's learning rate follows √c", T_CYC),
+    M("cyclical-phase-off-by-one", "cyclical.py",
+      "rest = cycle_length - jnp.mod(jnp.asarray(t, jnp.int32), cycle_length)",
+      "rest = cycle_length - jnp.mod(jnp.asarray(t, jnp.int32) + 1, cycle_length)",
+      "the cosine's phase one step ahead (k = t + 2 in eq. 1)", T_CYC),
+    M("cyclical-explores-with-noise", "cyclical.py",
+      "tau = jnp.where(self.keeps(t), params.temperature, jnp.zeros_like(params.temperature))",
+      "tau = params.temperature", "the exploration stage runs at the sampler's τ, not 0",
+      T_CYC),
     # -- estimators ---------------------------------------------------------------------------
     M("batch-scale-n-minus-1", "problem.py",
       "return self.data_weight * self.data_rows / batch_size",

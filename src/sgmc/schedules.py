@@ -10,8 +10,9 @@ Before a run is compiled, ``sgmc.sample`` evaluates every schedule the sampler h
 run's steps (:func:`sgmc.driver.preflight.check_schedules`) and refuses a NaN, inf or
 negative value (or 0 for a swap correction), naming the schedule and the first bad step.
 The built-in schedules compute in float32 from the step index, which float32 holds exactly
-up to 2²⁴ steps; past that a cycle's phase or a period's boundary may be off by a few steps
-(by at most t·2⁻²⁴ at step t).
+up to 2²⁴ steps; past that a period's boundary (:class:`Geometric`) may be off by a few steps
+(by at most t·2⁻²⁴ at step t). :class:`Cyclical` takes its phase t mod L in integers, exact
+for every int32 t (as :func:`sgmc.cyclical` does).
 """
 
 from __future__ import annotations
@@ -73,13 +74,18 @@ class Cyclical(Schedule):
     """Cosine cycles (Zhang et al. 2020, cSG-MCMC; used by cVR-reSGHMC):
 
     h_t = (h₀ / 2) · (cos(π · (t mod L) / L) + 1),  L = cycle_length.
+
+    The phase t mod L is taken in int32 before the division (a float32 t loses whole steps
+    past 2²⁴, and with them the phase); the same values as a float32 phase below 2²⁴.
     """
 
     h0: Any
-    cycle_length: Any
+    cycle_length: Any       # an integer leaf
 
     def __call__(self, t: jax.Array) -> jax.Array:
-        frac = jnp.mod(jnp.asarray(t, jnp.float32), self.cycle_length) / self.cycle_length
+        length = jnp.asarray(self.cycle_length).astype(jnp.int32)
+        phase = jnp.mod(jnp.asarray(t, jnp.int32), length)
+        frac = phase.astype(jnp.float32) / length.astype(jnp.float32)
         return 0.5 * self.h0 * (jnp.cos(jnp.pi * frac) + 1.0)
 
     def max_value(self) -> float:
@@ -158,7 +164,7 @@ def polynomial_decay(a: float, b: float = 1.0, gamma: float = 0.55) -> Polynomia
 def cyclical(h0: float, cycle_length: int) -> Cyclical:
     """Cosine-cyclical step size starting each cycle at h0 and decaying towards 0."""
     return Cyclical(check.positive("h0", h0),
-                    float(check.integer("cycle_length", cycle_length, lo=1)))
+                    int(check.integer("cycle_length", cycle_length, lo=1)))
 
 
 def geometric(value: float, rate: float, every: int, start: int = 0,
