@@ -112,6 +112,7 @@ INTEGRATORS = {
     "sghmc-splitting": _sghmc("splitting"),
     "psgld": _psgld,
     "sgnht": _sgnht,
+    "sgnht-diagonal": lambda **kw: _sgnht(thermostat="diagonal", **kw),
 }
 
 #: (factory of a kernel from a sampler, temperatures (None: the sampler's own),
@@ -252,8 +253,8 @@ def _shapes(tree):
 def _combinations():
     """The whole product, parameterised. XLA:CPU compiles one program per combination in
     2–10 s (nearly all of this file's runtime), so by default a covering subset runs: with
-    the c-th coupling, estimator e pairs with integrator (e + c) mod 6 — every estimator
-    and every integrator under every coupling, and 28 of the 42 estimator × integrator
+    the c-th coupling, estimator e pairs with integrator (e + c) mod 7 — every estimator
+    and every integrator under every coupling, and 35 of the 49 estimator × integrator
     pairs — and the rest of the product is marked ``slow`` (``make test-slow`` runs all)."""
     out = []
     for c, cpl in enumerate(COUPLINGS):

@@ -47,6 +47,7 @@ T_EWSG = ("tests/test_kernels.py", "tests/test_ewsg.py")
 T_REPLICA = ("tests/test_swap_rule.py", "tests/test_replica.py")
 T_OPT = ("tests/test_objectives.py", "tests/test_optimize.py")
 T_CYC = ("tests/test_cyclical.py",)
+T_SGNHT = ("tests/test_sgnht.py",)
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,25 @@ MUTANTS: list[Mutant] = [
       'scale = 0.0 if self.init_momentum == "zero" else jnp.sqrt(params.temperature)',
       'scale = 0.0 if self.init_momentum == "zero" else 1.0',
       "initial momentum drawn at τ = 1 whatever τ", ("tests/test_validation.py", *T_DYN)),
+    # -- dynamics: SGNHT (scalar thermostat, Ding et al. 2014; diagonal, Gan et al. 2015) -----
+    M("sgnht-theta-old-momentum", "dynamics/nosehoover.py",
+      "state.position, pre.scale(q))", "state.position, pre.scale(state.momentum))",
+      "SGNHT moves θ with the old momentum (both thermostats)", T_SGNHT),
+    M("sgnht-xi-old-momentum", "dynamics/nosehoover.py", "for v in jax.tree.leaves(q))",
+      "for v in jax.tree.leaves(state.momentum))",
+      "scalar thermostat updated from the old momentum's kinetic energy", T_SGNHT),
+    M("sgnht-diag-xi-mean", "dynamics/nosehoover.py",
+      "(x + h * (jnp.square(v.astype(jnp.float32)) - tau))",
+      "(x + h * (jnp.mean(jnp.square(v.astype(jnp.float32))) - tau))",
+      "diagonal thermostat driven by the mean kinetic energy (the scalar one per coordinate)",
+      T_SGNHT),
+    M("sgnht-diag-xi-sign", "dynamics/nosehoover.py",
+      "(x + h * (jnp.square(v.astype(jnp.float32)) - tau))",
+      "(x - h * (jnp.square(v.astype(jnp.float32)) - tau))",
+      "diagonal thermostat falls while its coordinate is too hot", T_SGNHT),
+    M("sgnht-diag-xi-old-momentum", "dynamics/nosehoover.py", ".astype(x.dtype), xi, q)",
+      ".astype(x.dtype), xi, state.momentum)",
+      "diagonal thermostat updated from the old momentum", T_SGNHT),
     # -- cyclical SG-MCMC (cyclical.py) --------------------------------------------------------
     M("cyclical-lr-no-sqrt", "cyclical.py",
       "params.step_size * (jnp.sqrt(c) if self.sqrt_step else c), tau, t)",
