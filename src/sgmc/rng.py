@@ -52,6 +52,9 @@ class Tape:
     def __init__(self, values: Sequence[Any] | None = None):
         self.replaying = values is not None
         self.values: list = list(values) if values is not None else []
+        #: What each recorded draw is ("normal", "normal_like", "randint", "key", ...), in
+        #: record mode: a coupling of two steps' draws (:mod:`sgmc.selfcheck`) reads it.
+        self.kinds: list[str] = []
         self.pos = 0
 
     def take(self, what: str, shape: tuple | None) -> Any:
@@ -88,6 +91,7 @@ class Rng:
         value = make(self._key)
         if self._tape is not None:
             self._tape.values.append(value)
+            self._tape.kinds.append(what)
         return value
 
     # -- new sources -------------------------------------------------------------------
@@ -176,6 +180,7 @@ class Rng:
 
         out, group = jax.vmap(recorded, in_axes=(0, *axes))(keys, *args)
         self._tape.values.append(tuple(group))
+        self._tape.kinds.append("map_split")
         return out
 
 

@@ -40,7 +40,7 @@ import math
 
 import numpy as np
 
-__all__ = ["DYNAMICS", "friction_rule", "inflation", "largest_step"]
+__all__ = ["DYNAMICS", "anchor_decorrelation", "friction_rule", "inflation", "largest_step"]
 
 #: The dynamics :func:`inflation` knows: SGLD, and SGHMC with each of its integrators.
 DYNAMICS = ("langevin", "euler", "explicit", "splitting")
@@ -376,3 +376,41 @@ def friction_rule(curvature_min: float) -> float:
     too.
     """
     return 2.0 * math.sqrt(_positive("curvature_min", curvature_min))
+
+
+def anchor_decorrelation(dynamics: str, step_size: float, curvatures: np.ndarray,
+                         friction: float | None, ages: tuple[str, float]) -> float:
+    """E[1 − ρ(k)] over the anchor's age k, at the curvature where it is largest: how far a
+    stationary chain has moved from the point where an estimator stored its gradients (an
+    SVRG anchor, a SAGA entry), as a fraction of the distance between two independent
+    draws (whose difference has variance 2 Var θ; after k steps it is 2(1 − ρ(k)) Var θ).
+
+    ρ(k) = (A^k Σ)_θθ / Σ_θθ is the lag-k autocorrelation of θ under the one-step map A of
+    :func:`_linear_map` (Σ its stationary covariance, whose scale does not matter), and the
+    expectation over the ages has a closed form: for k uniform on 0, …, m − 1
+    (``("uniform", m)``), E[A^k] = (I − A^m)(I − A)^{-1}/m; for P(k) = p(1 − p)^{k−1},
+    k ≥ 1 (``("geometric", p)``), E[A^k] = pA(I − (1 − p)A)^{-1}. The result lies in
+    [0, 2] (negative correlation, an underdamped swing, moves a chain past the independent
+    distance). The largest over ``curvatures`` is returned: the estimator's error at the
+    chain grows with the distance, so the fastest-moving direction bounds it."""
+    kind, value = ages
+    out = 0.0
+    for lam in np.atleast_1d(np.asarray(curvatures, float)):
+        a, v = _linear_map(dynamics, step_size, float(lam), friction)
+        n, _ = _increment(dynamics, step_size, np.array([lam]), friction)
+        if not _stable(n)[0]:
+            return 2.0
+        sigma = _stationary(n, np.outer(v, v))[0]
+        eye = np.eye(a.shape[0])
+        if kind == "uniform":
+            m = max(round(value), 1)
+            mean_power = (eye - np.linalg.matrix_power(a, m)) @ np.linalg.solve(
+                -n[0], eye) / m if m > 1 else eye
+        elif kind == "geometric":
+            p = float(value)
+            mean_power = p * a @ np.linalg.inv(eye - (1.0 - p) * a)
+        else:
+            raise ValueError(f"ages must be ('uniform', m) or ('geometric', p), got {ages!r}")
+        rho = float((mean_power @ sigma)[0, 0] / sigma[0, 0])
+        out = max(out, 1.0 - rho)
+    return float(min(max(out, 0.0), 2.0))

@@ -81,6 +81,10 @@ class GradientEstimator(Protocol):
     def estimate(self, problem: Any, state: PyTree, point: PyTree, batch: jax.Array | None,
                  rng: Any, ctx: Context) -> tuple[PyTree, PyTree, jax.Array]: ...
 
+    def anchor_ages(self, problem: Any, batch_size: int) -> tuple[str, float] | None: ...
+
+    def noise_proxy(self) -> GradientEstimator: ...
+
 
 class Estimator:
     """Base class for gradient estimators: the defaults of :class:`GradientEstimator`."""
@@ -109,3 +113,18 @@ class Estimator:
     def estimate(self, problem, state: PyTree, point: PyTree, batch: jax.Array | None,
                  rng: Any, ctx: Context) -> tuple[PyTree, PyTree, jax.Array]:
         raise NotImplementedError  # pragma: no cover
+
+    def anchor_ages(self, problem, batch_size: int) -> tuple[str, float] | None:
+        """How many steps old, when a step reads it, the point is at which the state's stored
+        gradients were taken (an SVRG anchor, a SAGA table entry): ``("uniform", m)`` for
+        ages 0, …, m − 1 equally likely, ``("geometric", p)`` for P(age = k) = p(1 − p)^{k−1},
+        k ≥ 1; None (the default) when the estimate does not depend on earlier points
+        (uniform minibatches, a fixed centre). :func:`sgmc.warmup` measures the gradient
+        noise with the stored point as far from the current one as these ages make it."""
+        return None
+
+    def noise_proxy(self) -> GradientEstimator:
+        """The estimator whose gradient noise :func:`sgmc.warmup` measures in this one's
+        place (itself by default; EWSG's weighted minibatches are bounded by their
+        uniform ones)."""
+        return self

@@ -71,6 +71,7 @@ from .._pytree import pytree_dataclass, replace, static
 from ..rng import as_rng
 from .base import SAMPLING_SCHEMES, Estimator
 from .svrg import svrg
+from .uniform import Uniform
 
 __all__ = ["EWSG", "X_CHOICES", "EWSGState", "ewsg"]
 
@@ -107,6 +108,11 @@ class EWSG(Estimator):
 
     def with_batch_size(self, batch_size: int | None) -> EWSG:
         return replace(self, batch_size=batch_size)
+
+    def noise_proxy(self):
+        """Bounded by its uniform minibatches (or by its SVRG terms, with a control)."""
+        return (Uniform(self.sampling) if self.control is None
+                else self.control.with_batch_size(self.batch_size))
 
     def check(self, problem, position, num_chains: int) -> None:
         if not problem.has_data:

@@ -128,6 +128,14 @@ class SAGA(Estimator):
         table = problem.full_data_map(lambda p, c: self._entries(problem, p, c), position)
         return SAGAState(table, problem.full_data_sum(problem.chunk_grad_sum, position))
 
+    def anchor_ages(self, problem, batch_size: int) -> tuple[str, float] | None:
+        """A table entry read by a step was written when its datum was last drawn: with
+        probability p = 1 − (1 − 1/N)^n per step, so its age is geometric (a permutation
+        walk makes it about one epoch, the same mean)."""
+        n_rows = problem.data_rows
+        return "geometric", float(-np.expm1(batch_size * np.log1p(-1.0 / n_rows))
+                                  if n_rows > 1 else 1.0)
+
     def init_evals(self, problem) -> int:
         return problem.data_rows
 

@@ -57,6 +57,12 @@ class SVRG(Estimator):
         n = self.batch_size or problem.data_rows
         return max(1, -(-problem.data_rows // n))
 
+    def anchor_ages(self, problem, batch_size: int) -> tuple[str, float] | None:
+        """Ages 0, …, K − 1 of the anchor, equally likely (K = :meth:`period_for`); None
+        for a fixed centre, whose distance from the chain does not depend on its age."""
+        period = self.period_for(problem)
+        return None if period is None else ("uniform", float(period))
+
     def check(self, problem, position, num_chains: int) -> None:
         """A fixed centre must be shaped like the position (before compiling)."""
         if self.centre is None:
