@@ -67,8 +67,8 @@ def test_anchored_noise_scales_with_the_anchor_distance(estimator):
     lap = precond.diagonal(jnp.full(20, 1e-3))
     model, evals = noise.model_of(post, estimator, 50, mode, precond.identity(), lap, 8, 8,
                                   jax.random.key(0))
-    far, far_se = model.detail["independent"]
-    near, near_se = model.detail["near"]
+    far, _ = model.detail["independent"]
+    near, _ = model.detail["near"]
     assert model.anchored and far > 0
     assert near == pytest.approx(far * (1 - noise.NEAR), rel=0.05)  # linear: exact ratio
     assert model.base <= 0.05 * far

@@ -143,7 +143,7 @@ def test_user_step_is_kept_in_model_units():
     worst = max((tuning.inflation("splitting", 1e-3, c, 1.0, w.report.friction)
                  for c in np.geomspace(lo, hi, 9)), key=lambda v: abs(v - 1))
     assert w.report.inflation[0] == pytest.approx(worst, rel=1e-6)
-    with pytest.raises(ValueError, match="step size is given.*preconditioner='identity'"):
+    with pytest.raises(ValueError, match=r"step size is given.*preconditioner='identity'"):
         sgmc.warmup(post, sgmc.sghmc(1e-3), jnp.zeros(D), preconditioner="dense")
 
 

@@ -113,8 +113,8 @@ def test_untuned_isotropic_sampler_fails_the_same_budget():
     lam_min, lam_max = sgmc.curvature.extreme_eigenvalues(POST, jnp.asarray(MEAN, jnp.float32),
                                                           num_iters=D)
     sampler = sgmc.sghmc(1e-3 / np.sqrt(lam_max), friction=np.sqrt(lam_min), batch_size=50)
-    _, start = sgmc.warmup(POST, sgmc.sghmc(batch_size=50), jnp.zeros(D), check=False, num_chains=CHAINS,
-                           seed=1)
+    _, start = sgmc.warmup(POST, sgmc.sghmc(batch_size=50), jnp.zeros(D), check=False,
+                           num_chains=CHAINS, seed=1)
     res = sgmc.sample(POST, sampler, init=start, num_steps=1500, num_chains=CHAINS, seed=2,
                       init_per_chain=True, progress=False)
     with pytest.raises(AssertionError):
@@ -173,21 +173,28 @@ def test_unset_sampler_errors_and_kept_settings():
     with pytest.raises(ValueError, match=r"step_size and friction unset.*sgmc\.warmup"):
         sgmc.sample(POST, sgmc.sghmc(batch_size=50), jnp.zeros(D), 10)
     with pytest.raises(ValueError, match="temperature > 0"):
-        sgmc.warmup(POST, sgmc.sgld(batch_size=50, temperature=0.0), jnp.zeros(D), check=False)
+        sgmc.warmup(POST, sgmc.sgld(batch_size=50, temperature=0.0), jnp.zeros(D),
+                    check=False)
     with pytest.raises(ValueError, match="preconditioner"):
-        sgmc.warmup(POST, sgmc.sgld(batch_size=50), jnp.zeros(D), check=False, preconditioner="full")
+        sgmc.warmup(POST, sgmc.sgld(batch_size=50), jnp.zeros(D), check=False,
+                    preconditioner="full")
     with pytest.raises(ValueError, match="batch_size"):
-        sgmc.warmup(POST, sgmc.sgld(batch_size=N + 1), jnp.zeros(D), check=False)
+        sgmc.warmup(POST, sgmc.sgld(batch_size=N + 1), jnp.zeros(D),
+                    check=False)
     # Dynamics and recipes it has no rules for are refused, not tuned as SGLD.
     with pytest.raises(TypeError, match="sgnht"):
-        sgmc.warmup(POST, sgmc.sgnht(1e-3, diffusion=1.0), jnp.zeros(D), check=False)
+        sgmc.warmup(POST, sgmc.sgnht(1e-3, diffusion=1.0), jnp.zeros(D),
+                    check=False)
     with pytest.raises(TypeError, match="wrap the tuned one"):
-        sgmc.warmup(POST, sgmc.cyclical(sgmc.sgld(1e-3), 2, num_steps=100), jnp.zeros(D), check=False)
+        sgmc.warmup(POST, sgmc.cyclical(sgmc.sgld(1e-3), 2, num_steps=100), jnp.zeros(D),
+                    check=False)
     # A friction given is kept; the step size is chosen for it.
-    w = sgmc.warmup(POST, sgmc.sghmc(friction=5.0, integrator="splitting"), jnp.zeros(D), check=False)
+    w = sgmc.warmup(POST, sgmc.sghmc(friction=5.0, integrator="splitting"), jnp.zeros(D),
+                    check=False)
     assert float(w[0].dynamics.friction) == 5.0 and w.report.friction == 5.0
     # The SVRG period: one epoch of minibatches by default.
-    w = sgmc.warmup(POST, sgmc.sgld(batch_size=64, estimator=sgmc.svrg()), jnp.zeros(D), check=False)
+    w = sgmc.warmup(POST, sgmc.sgld(batch_size=64, estimator=sgmc.svrg()), jnp.zeros(D),
+                    check=False)
     assert w.report.svrg_period == -(-N // 64)
     assert "data passes" in str(w.report)
 
