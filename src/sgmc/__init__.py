@@ -19,6 +19,7 @@ from . import (
     plots,
     preconditioners,
     schedules,
+    stationarity,
     tuning,
 )
 from .constraints import Constraints
@@ -53,4 +54,5 @@ __all__ = ["CheckpointError", "Constraints", "DataError", "DivergenceError", "In
            "metrics", "minibatch_energy", "minimize", "models", "objectives", "plots",
            "preconditioners", "psgld",
            "replica_exchange", "resume", "saga", "sample", "schedules", "sgd", "sgd_x_sgld",
-           "sghmc", "sgld", "sgld_opt", "sgnht", "svrg", "tuning", "uniform", "warmup"]
+           "sghmc", "sgld", "sgld_opt", "sgnht", "stationarity", "svrg", "tuning", "uniform",
+           "warmup"]

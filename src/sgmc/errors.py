@@ -1,4 +1,4 @@
-"""Errors raised by sgmc runs."""
+"""Errors raised, and warnings given, by sgmc runs."""
 
 from __future__ import annotations
 
@@ -125,4 +125,13 @@ class StorageError(OSError):
 
 class SamplingWarning(UserWarning):
     """A run (or warm-up) that finished but whose draws may not be what was asked for: its
-    message names the statistic, its size ± standard error, and what to try."""
+    message names the statistic, its size ± standard error, and what to try.
+
+    :func:`sgmc.sample` ends with one when the drift test of its kept draws' statistics
+    (log prior, training log-likelihood, energy: :meth:`sgmc.Result.diagnose`,
+    :mod:`sgmc.stationarity`) finds them not stationary; the message then gives the drift ±
+    its standard error and z, and suggests a smaller step, a longer burn-in or
+    ``sgmc.warmup(..., check=True)``. Turn it into an error with
+    ``warnings.simplefilter("error", sgmc.SamplingWarning)``, or off for one run with
+    ``sample(..., diagnose=False)``.
+    """

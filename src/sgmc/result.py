@@ -49,8 +49,10 @@ class Result:
         samples: pytree shaped like one position, every leaf (num_chains, num_draws, ...).
         info: dict of arrays. ``"grad_evals"`` (num_chains, num_draws): cumulative
             per-example gradient evaluations when each draw was taken (burn-in included);
-            ``"step"`` (num_draws,): the step number (1-based) of each draw; further keys
-            are per-draw statistics of the sampler or coupling.
+            ``"step"`` (num_draws,): the step number (1-based) of each draw;
+            ``"energy"``, ``"log_prior"``, ``"loglik"``: the drift statistics of each kept
+            draw (:mod:`sgmc.driver.stats`; with ``store_draws=False`` the only per-draw
+            arrays); further keys are per-draw statistics of the sampler or coupling.
         meta: dict of run settings and timings (sampler, num_steps, burn_in, thin, seed,
             num_data, grad_evals_total per chain, sampling_time and compile_time in seconds);
             ``"names"``, set by :meth:`with_names`, the parameter names that
@@ -143,6 +145,17 @@ class Result:
         return cls(samples, info, header["meta"], predictive=predictive)
 
     # -- diagnostics -------------------------------------------------------------------
+    def diagnose(self, alpha: float = 0.0025):
+        """Is the run stationary? The drift test of the statistics every kept draw recorded
+        (``info["log_prior"]``, ``["loglik"]``, ``["energy"]``; first vs last part of each
+        chain, a false-alarm rate ``alpha``) and their R-hat: :func:`sgmc.stationarity.diagnose`.
+        Returns a :class:`sgmc.stationarity.Diagnosis`: ``.verdict`` ("ok", "not
+        stationary", "too few draws", "not recorded"), ``.table`` (one row per statistic and
+        chain); ``print()`` shows both."""
+        from .stationarity import diagnose
+
+        return diagnose(self, alpha)
+
     def has_replica_axis(self) -> bool:
         """True if the draws keep every replica (``replica_exchange(..., output="all")``):
         then every leaf of ``samples`` is (num_chains, num_draws, K, ...).

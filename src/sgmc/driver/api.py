@@ -6,7 +6,6 @@ hand it to the host loop (:mod:`sgmc.driver.run`), which runs compiled blocks of
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 import weakref
 from typing import Any
@@ -18,6 +17,7 @@ from jax.sharding import Mesh
 
 from .. import _validate as check
 from .. import checkpoint as ckpt
+from .. import stationarity
 from .._mesh import check_mesh
 from .._store import DiskSink, MemorySink
 from .._tree import all_finite, as_float_tree
@@ -249,7 +249,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
            stream_to: str | os.PathLike | None = None, mesh: Mesh | None = None,
            init_per_chain: bool | None = None, predict: Any = None,
            store_draws: bool = True, init_spread: float = 0.0,
-           unroll: bool | None = None) -> Result:
+           unroll: bool | None = None, diagnose: bool = True) -> Result:
     """Run ``num_chains`` chains of ``sampler`` on ``problem`` for ``num_steps`` steps each.
 
     The first ``burn_in`` steps are discarded; after them a draw is kept every ``thin``
@@ -344,10 +344,11 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             Chan's formula), the number of draws ("count") and per-chain versions
             ("chain_mean", "chain_var", "chain_count"); checkpointed with the run
             (:func:`sgmc.resume` needs the same ``predict``).
-        store_draws: False: store no draw at all (nor per-draw statistics): ``samples``
-            and ``info`` have zero draws, and memory is the chains' states plus
-            ``predict``'s moments whatever the number of steps — for a network whose draws
-            would not fit, with ``predict``. Not with ``stream_to``.
+        store_draws: False: store no draw at all: ``samples`` (and ``info``'s per-draw
+            statistics but the drift statistics, see ``diagnose``) have zero draws, and
+            memory is the chains' states plus ``predict``'s moments (and a few floats per
+            kept draw) whatever the number of steps — for a network whose draws would not
+            fit, with ``predict``. Not with ``stream_to``.
         unroll: True: compile each block's steps one after another, without a loop, in
             blocks of at most :data:`MAX_UNROLLED_STEPS` steps (so ``thin`` ≤ that). The
             run is the looped run up to float rounding (XLA may fuse a longer program's
@@ -358,6 +359,12 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             (benchmarks/README.md). None (default): True on a CPU backend when the model
             has a convolution (in its jaxpr) and ``thin`` ≤ :data:`MAX_UNROLLED_STEPS`,
             else False (elsewhere loops cost nothing and compile faster).
+        diagnose: True (default): every kept draw records ``info["energy"]``,
+            ``info["log_prior"]`` and ``info["loglik"]`` (:mod:`sgmc.driver.stats`: one
+            energy evaluation on a minibatch per kept draw, from its own random stream, so
+            the draws are those of ``diagnose=False``), and the run ends with their drift
+            test (:meth:`sgmc.Result.diagnose`): an :class:`sgmc.SamplingWarning` when the
+            run is not stationary. False: neither.
 
     Before anything is compiled (:mod:`sgmc.driver.preflight`), the energy and its gradient
     are evaluated at every chain's initial point on the first 256 rows of data, the prior
@@ -403,10 +410,11 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
     check.choice("prng", prng, tuple(PRNG_IMPLS))
     if draws_per_block is not None:
         draws_per_block = check.integer("draws_per_block", draws_per_block, lo=1)
-    checkpoint, checkpoint_every, stream_to = _check_storage(checkpoint, checkpoint_every,
+    checkpoint, checkpoint_every, stream_to = preflight.storage(checkpoint, checkpoint_every,
                                                              stream_to)
-    if not isinstance(store_draws, (bool, np.bool_)):
-        raise TypeError(f"store_draws must be True or False, got {store_draws!r}")
+    for name, flag in (("store_draws", store_draws), ("diagnose", diagnose)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False, got {flag!r}")
     if not store_draws and stream_to is not None:
         raise ValueError("stream_to writes the draws to disk and store_draws=False stores "
                          "none: pass one of them")
@@ -457,13 +465,16 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
     settings = Settings(num_steps, burn_in, thin, seed, num_chains, prng,
                         min(draws_per_block, total_draws), checkpoint, checkpoint_every,
                         stream_to, block_seconds, bool(store_draws), float(init_spread),
-                        bool(unroll))
+                        bool(unroll), bool(diagnose))
     if predict is not None:
         states = jax.eval_shape(init_chains, problem, sampler, positions,
                                 chain_keys(settings)[0])
         predict_output(problem, sampler, states, predict)
-    return start(problem, sampler, positions, settings, progress, mesh, spec,
-                 predict=predict)
+    result = start(problem, sampler, positions, settings, progress, mesh, spec,
+                   predict=predict)
+    if diagnose:
+        stationarity.warn_if_not_stationary(result, stacklevel=2)
+    return result
 
 
 def predict_output(problem: Problem, kernel: Kernel, states: Any, predict: Any
@@ -606,12 +617,13 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
             "problem the run started with")
     # The draws: the run's stream, or the checkpoint's own stream folder (read back into
     # memory); its first `count` draws are verified against their checksums.
-    template = jax.eval_shape(jax.vmap(drawn(problem, sampler)), states)
+    template = (jax.eval_shape(jax.vmap(drawn(problem, sampler)), states)
+                if settings.store_draws else ())  # else the drift statistics alone
     count = int(header["kept"])
     mirror = None
     mask = stored_mask(sampler, settings)
     total = stored_total(mask)
-    if not settings.store_draws:
+    if mask is None:
         folder, sink = None, MemorySink(0)
     elif settings.stream_to:
         folder = settings.stream_to
@@ -623,56 +635,15 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
         if count:
             sink.append(*mirror.arrays())
     if int(header["t0"]) < settings.num_steps:  # the run goes on: it writes there
-        _writable("path", path, os.path.dirname(os.path.abspath(path)))
+        preflight.writable("path", path, os.path.dirname(os.path.abspath(path)))
         if folder is not None and os.path.isdir(folder):
-            _writable("path", path, folder)
+            preflight.writable("path", path, folder)
     cursor = (states, counters, int(header["t0"]), 0)
     run = Run(problem, sampler, settings, sink, cursor, header["positions"], mesh,
               compile_time=float(header["compile_time"]),
               sampling_time=float(header["sampling_time"]), mirror=mirror,
               last_checkpoint=path, predict=predict, moments=moments, mask=mask)
-    return execute(run, progress)
-
-
-def _check_storage(checkpoint, checkpoint_every, stream_to):
-    """Validate the checkpoint and streaming arguments (paths as strings), and that files
-    can be written where they go — tried by writing one (``os.access`` answers yes to root
-    on a read-only mount)."""
-    if checkpoint is not None:
-        checkpoint = os.fspath(checkpoint)
-        folder = os.path.dirname(os.path.abspath(checkpoint))
-        if not os.path.isdir(folder):
-            raise ValueError(f"checkpoint={checkpoint!r}: the folder {folder} does not exist")
-        if os.path.isdir(checkpoint):
-            raise ValueError(f"checkpoint={checkpoint!r} is a folder; give a file path")
-        _writable("checkpoint", checkpoint, folder)
-        draws = os.path.abspath(checkpoint) + ".draws"
-        if stream_to is None and os.path.exists(draws) and not os.path.isdir(draws):
-            raise ValueError(f"checkpoint={checkpoint!r}: {draws}, where the checkpoints keep "
-                             "the draws, is a file; move it or choose another path")
-    if checkpoint_every is not None:
-        if checkpoint is None:
-            raise ValueError("checkpoint_every needs checkpoint=PATH")
-        checkpoint_every = check.integer("checkpoint_every", checkpoint_every, lo=1)
-    if stream_to is not None:
-        stream_to = os.path.abspath(os.fspath(stream_to))
-        if os.path.exists(stream_to) and (not os.path.isdir(stream_to) or os.listdir(stream_to)):
-            raise ValueError(f"stream_to={stream_to!r} must be a new or empty folder")
-        existing = stream_to  # the folder, or the nearest folder above it that exists
-        while not os.path.exists(existing):
-            existing = os.path.dirname(existing)
-        _writable("stream_to", stream_to, existing)
-    return checkpoint, checkpoint_every, stream_to
-
-
-def _writable(name: str, value: str, folder: str) -> None:
-    """A ValueError naming argument ``name`` unless a file can be created in ``folder``."""
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".sgmc-write-test-")
-        os.close(fd)
-        os.remove(tmp)
-    except OSError as err:
-        raise ValueError(f"{name}={value!r}: cannot write in the folder {folder} "
-                         f"({err.strerror or err})") from None
-
-
+    result = execute(run, progress)
+    if settings.diagnose:
+        stationarity.warn_if_not_stationary(result, stacklevel=2)
+    return result

@@ -49,6 +49,10 @@ class Settings(NamedTuple):
     #: Full blocks compiled without loops (``sample(..., unroll=True)``); the draws are the
     #: same either way.
     unroll: bool = False
+    #: Record the drift statistics of every kept draw (:mod:`sgmc.driver.stats`) and check
+    #: them at the end (``sample(..., diagnose=True)``); False for ``minimize`` and for
+    #: checkpoints written before they existed.
+    diagnose: bool = False
 
     @property
     def num_draws(self) -> int:

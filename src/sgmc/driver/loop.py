@@ -30,7 +30,9 @@ and ``kernel.keeps(t)`` — each chain adds x = fn(draw) to its running moments
 
 which stays accurate in float32 over millions of draws (a running sum of squares would
 cancel). The predicate is one unbatched boolean (t is shared by the chains), so the update
-sits under a real ``lax.cond``: fn runs only at kept draws.
+sits under a real ``lax.cond``: fn runs only at kept draws. The drift statistics
+(``sample(..., diagnose=True)``, :mod:`sgmc.driver.stats`) are computed under the same
+predicate, from their own random stream, apart from the steps' arithmetic.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import numpy as np
 from .._tree import all_finite
 from ..kernel import check_info
 from ..rng import Rng, record, replay
+from .stats import STREAM, stacks_replicas, statistics
 
 __all__ = ["CHUNK_BYTES", "MAX_CHUNK", "Counters", "Moments", "init_chains", "run_block",
            "run_steps"]
@@ -174,18 +177,22 @@ class _Parts(NamedTuple):
 def drawn(problem, kernel):
     """A chain's draw from its state: the kernel's point (the first replica's, for replica
     exchange) on the model's scale (``Problem.constrain``: the identity unless the problem
-    has constrained parameters; per replica for a kernel whose draws stack the replicas)."""
-    constrain = (jax.vmap(problem.constrain) if getattr(kernel, "draw_replicas", False)
-                 else problem.constrain)
-    return lambda state: constrain(kernel.draw(state))
+    has constrained parameters; per replica for a kernel whose draws stack the replicas,
+    :func:`sgmc.driver.stats.stacks_replicas`)."""
+    def draw(state):
+        stacked = stacks_replicas(kernel, state)
+        return (jax.vmap(problem.constrain) if stacked else problem.constrain)(kernel.draw(state))
+
+    return draw
 
 
 def _parts(problem, kernel, states, counters, run_keys, t0, moments=None, window=None,
-           predict=None, store=True) -> _Parts:
+           predict=None, store=True, stats=False) -> _Parts:
     """The chain-level step with its randomness drawn ahead, the per-step bookkeeping, the
     zero accumulators of the per-draw statistics (reduced as ``kernel.info_spec`` says) and,
     with ``predict``, the update of the predictive moments at kept draws. ``store=False``
-    records nothing per draw (the buffers are empty)."""
+    records no draw; ``stats`` records the drift statistics (:mod:`sgmc.driver.stats`) of
+    every kept draw."""
     single = counters.bad_step.shape[0] == 1
     if single:
         def inner(tree):
@@ -279,23 +286,41 @@ def _parts(problem, kernel, states, counters, run_keys, t0, moments=None, window
                 jnp.where(fresh, 0.0, acc[k]) + jnp.asarray(info[k], jnp.float32)
                 for k in stat_keys}
 
-    def record_draw(states, c, acc):
-        if not store:
-            return {}
-        return {"position": draw(states), "evals_hi": c.evals_hi, "evals_lo": c.evals_lo,
-                "stats": acc}
+    def kept(t, done):
+        """Whether the draw after step t is kept: t in the window and ``kernel.keeps(t)``
+        (and ``done``: t ends a draw). One unbatched boolean: a real branch."""
+        return (done & (t >= window[0]) & (t < window[1])
+                & jnp.reshape(jnp.asarray(kernel.keeps(t), bool), ()))
+
+    statistics_b = batch(statistics(problem, kernel), in_axes=(0, 0)) if stats else None
+
+    def draw_statistics(states, t, done):
+        """The drift statistics of every chain's draw after step t if it is kept, else
+        zeros; a minibatch from each chain's own stream (:mod:`sgmc.driver.stats`)."""
+        keys_t = fold(fold(keys, STREAM), t)
+        states = jax.lax.optimization_barrier(states)
+        shapes = jax.eval_shape(statistics_b, states, keys_t)
+        return jax.lax.cond(kept(t, done), statistics_b,
+                            lambda s, k: jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype),
+                                                      shapes), states, keys_t)
+
+    def record_draw(states, c, acc, t, done=True):
+        out = {}
+        if store:
+            out.update(position=draw(states), evals_hi=c.evals_hi, evals_lo=c.evals_lo,
+                       stats=acc)
+        if stats:
+            out["draw_stats"] = draw_statistics(states, t, done)
+        return out
 
     welford = batch(_welford, in_axes=(0, 0))
     predict_b = None if predict is None else batch(predict, in_axes=0)
 
     def observe(m, states, t, done=True):
-        """``m`` with predict(draw) added if the draw after step t is kept: t in the window
-        and ``kernel.keeps(t)`` (and ``done``: t ends a draw)."""
+        """``m`` with predict(draw) added if the draw after step t is kept (:func:`kept`)."""
         if predict is None:
             return m
-        keep = (done & (t >= window[0]) & (t < window[1])
-                & jnp.reshape(jnp.asarray(kernel.keeps(t), bool), ()))
-        return jax.lax.cond(keep, lambda m: welford(m, predict_b(draw(states))),
+        return jax.lax.cond(kept(t, done), lambda m: welford(m, predict_b(draw(states))),
                             lambda m: m, m)
 
     return _Parts(states, counters, stat_zero, chunk, randomness, one_step, accumulate,
@@ -312,9 +337,9 @@ def _empty_buffer(template, slots):
                         template)
 
 
-@partial(jax.jit, static_argnames=("n_draws", "thin", "predict", "store", "unroll"))
+@partial(jax.jit, static_argnames=("n_draws", "thin", "predict", "store", "unroll", "stats"))
 def run_block(problem, kernel, states, counters, run_keys, t0, moments=None, window=None, *,
-              n_draws, thin, predict=None, store=True, unroll=False):
+              n_draws, thin, predict=None, store=True, unroll=False, stats=False):
     """Run ``n_draws`` × ``thin`` steps of every chain from global step ``t0``, recording a
     draw after every ``thin`` steps. Returns (states, counters, buffer, moments) with the
     buffer's leaves shaped (chains, n_draws, ...) (none with ``store=False``), and
@@ -328,7 +353,7 @@ def run_block(problem, kernel, states, counters, run_keys, t0, moments=None, win
     program's up to float rounding: the barriers keep every step apart, but XLA may still
     fuse the longer program's arithmetic differently (last-bit differences)."""
     p = _parts(problem, kernel, states, counters, run_keys, t0, moments, window, predict,
-               store)
+               store, stats)
 
     # Randomness is drawn for a chunk of K steps: K = m·thin spanning m whole draws (m
     # divides n_draws) when thin is small, else K divides thin and r = thin / K chunks make
@@ -358,9 +383,10 @@ def run_block(problem, kernel, states, counters, run_keys, t0, moments=None, win
             def one_draw(j, carry):
                 states, c, acc, buf, mom = carry
                 states, c, acc = steps((states, c, acc), t_g + j * thin, thin, draws, j * thin)
-                mom = p.observe(mom, states, t_g + (j + 1) * thin - 1)
-                return (states, c, p.stat_zero, _put(buf, p.record(states, c, acc), g * m + j),
-                        mom)
+                t_end = t_g + (j + 1) * thin - 1
+                mom = p.observe(mom, states, t_end)
+                return (states, c, p.stat_zero,
+                        _put(buf, p.record(states, c, acc, t_end), g * m + j), mom)
 
             return _loop(m, one_draw, carry, unroll)
 
@@ -370,22 +396,22 @@ def run_block(problem, kernel, states, counters, run_keys, t0, moments=None, win
 
         states, c, acc = _loop(r, chunk, (states, c, acc), unroll)
         mom = p.observe(mom, states, t_g + thin - 1)
-        return states, c, p.stat_zero, _put(buf, p.record(states, c, acc), g), mom
+        return states, c, p.stat_zero, _put(buf, p.record(states, c, acc, t_g + thin - 1), g), mom
 
-    buf = _empty_buffer(p.record(p.states, p.counters, p.stat_zero), n_draws)
+    buf = _empty_buffer(p.record(p.states, p.counters, p.stat_zero, t0, False), n_draws)
     states, counters, _, buf, mom = _loop(n_draws // m, group,
                                           (p.states, p.counters, p.stat_zero, buf, p.moments),
                                           unroll)
     return p.outer(states), p.outer(counters), p.outer(buf, axis=1), p.outer(mom)
 
 
-@partial(jax.jit, static_argnames=("max_draws", "predict", "store"))
+@partial(jax.jit, static_argnames=("max_draws", "predict", "store", "stats"))
 def run_steps(problem, kernel, states, counters, run_keys, t0, n_draws, thin, moments=None,
-              window=None, *, max_draws, predict=None, store=True):
+              window=None, *, max_draws, predict=None, store=True, stats=False):
     """Like :func:`run_block` with a traced number of draws and of steps per draw, into a
     buffer of ``max_draws`` slots: one program for the leftovers of a run."""
     p = _parts(problem, kernel, states, counters, run_keys, t0, moments, window, predict,
-               store)
+               store, stats)
     total, k = n_draws * thin, p.chunk
 
     # Chunks of k steps (the last one possibly partial). Draw j lives in slot
@@ -400,12 +426,14 @@ def run_steps(problem, kernel, states, counters, run_keys, t0, n_draws, thin, mo
             t = t_c + s
             states, c, info = p.one_step(t, states, c, draws, s)
             acc = p.accumulate(acc, info, (t - t0) % thin == 0)
-            mom = p.observe(mom, states, t, (t - t0 + 1) % thin == 0)
-            return states, c, acc, _put(buf, p.record(states, c, acc), (t - t0) // thin), mom
+            done = (t - t0 + 1) % thin == 0
+            mom = p.observe(mom, states, t, done)
+            return (states, c, acc, _put(buf, p.record(states, c, acc, t, done), (t - t0) // thin),
+                    mom)
 
         return jax.lax.fori_loop(0, jnp.minimum(k, total - i * k), body, carry)
 
-    buf = _empty_buffer(p.record(p.states, p.counters, p.stat_zero), max_draws)
+    buf = _empty_buffer(p.record(p.states, p.counters, p.stat_zero, t0, False), max_draws)
     states, counters, _, buf, mom = jax.lax.fori_loop(
         0, (total + k - 1) // k, chunk, (p.states, p.counters, p.stat_zero, buf, p.moments))
     return p.outer(states), p.outer(counters), p.outer(buf, axis=1), p.outer(mom)

@@ -7,6 +7,7 @@ step size:
   every chain's initial point on the first :data:`ROWS` rows of data, the exact term (a
   posterior's ``logprior``) and the data term (its ``loglik``) apart, so that the message
   names the one that is NaN or inf;
+* the storage arguments (:func:`storage`): paths where files can be written;
 * the schedules (:func:`check_schedules`): every :class:`sgmc.schedules.Schedule` the
   kernel holds (step sizes, temperatures, a replica-exchange correction) on the run's
   steps, refused where NaN, inf or negative (or ≤ 0 where 0 is invalid).
@@ -20,6 +21,8 @@ after. The schedules take a few milliseconds (0.03 s for 2²⁰ steps).
 
 from __future__ import annotations
 
+import os
+import tempfile
 from functools import partial
 from typing import Any
 
@@ -33,7 +36,7 @@ from ..schedules import Schedule
 from .loop import MAX_CHUNK
 
 __all__ = ["MAX_STEPS", "ROWS", "SCHEDULE_POINTS", "check_model", "check_schedules",
-           "num_steps", "preflight"]
+           "num_steps", "preflight", "storage", "writable"]
 
 PyTree = Any
 
@@ -213,3 +216,47 @@ def preflight(problem: Problem, kernel: Any, positions: PyTree, steps: int) -> N
     (:func:`check_schedules`)."""
     check_schedules(kernel, steps)
     check_model(problem, positions)
+
+
+def storage(checkpoint, checkpoint_every, stream_to):
+    """Validate the checkpoint and streaming arguments (paths as strings), and that files
+    can be written where they go — tried by writing one (``os.access`` answers yes to root
+    on a read-only mount)."""
+    if checkpoint is not None:
+        checkpoint = os.fspath(checkpoint)
+        folder = os.path.dirname(os.path.abspath(checkpoint))
+        if not os.path.isdir(folder):
+            raise ValueError(f"checkpoint={checkpoint!r}: the folder {folder} does not exist")
+        if os.path.isdir(checkpoint):
+            raise ValueError(f"checkpoint={checkpoint!r} is a folder; give a file path")
+        writable("checkpoint", checkpoint, folder)
+        draws = os.path.abspath(checkpoint) + ".draws"
+        if stream_to is None and os.path.exists(draws) and not os.path.isdir(draws):
+            raise ValueError(f"checkpoint={checkpoint!r}: {draws}, where the checkpoints keep "
+                             "the draws, is a file; move it or choose another path")
+    if checkpoint_every is not None:
+        if checkpoint is None:
+            raise ValueError("checkpoint_every needs checkpoint=PATH")
+        checkpoint_every = check.integer("checkpoint_every", checkpoint_every, lo=1)
+    if stream_to is not None:
+        stream_to = os.path.abspath(os.fspath(stream_to))
+        if os.path.exists(stream_to) and (not os.path.isdir(stream_to) or os.listdir(stream_to)):
+            raise ValueError(f"stream_to={stream_to!r} must be a new or empty folder")
+        existing = stream_to  # the folder, or the nearest folder above it that exists
+        while not os.path.exists(existing):
+            existing = os.path.dirname(existing)
+        writable("stream_to", stream_to, existing)
+    return checkpoint, checkpoint_every, stream_to
+
+
+def writable(name: str, value: str, folder: str) -> None:
+    """A ValueError naming argument ``name`` unless a file can be created in ``folder``."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".sgmc-write-test-")
+        os.close(fd)
+        os.remove(tmp)
+    except OSError as err:
+        raise ValueError(f"{name}={value!r}: cannot write in the folder {folder} "
+                         f"({err.strerror or err})") from None
+
+

@@ -13,11 +13,7 @@ a second Ctrl-C before then stops at once, without that block.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import signal
-import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -32,6 +28,7 @@ from .._store import DiskSink
 from ..errors import DataError, DivergenceError, Interrupted, StorageError
 from ..result import Result, pool_moments
 from .checkpoint import Settings
+from .host import ByIdentity, DeferredInterrupt, want_progress
 from .loop import drawn, run_block, run_steps
 from .plan import Block, block_plan, draws_after, draws_for_seconds, keep_mask, kept_by, kept_in
 
@@ -58,9 +55,10 @@ def chain_keys(settings: Settings) -> tuple[jax.Array, jax.Array]:
 
 
 def stored_mask(kernel: Any, settings: Settings) -> np.ndarray | None:
-    """Which of the run's draws (burn-in's included) are stored: the kept ones
-    (:func:`sgmc.driver.plan.keep_mask`), or None when ``store_draws`` is False (none)."""
-    if not settings.store_draws:
+    """Which of the run's draws (burn-in's included) are stored — the kept ones
+    (:func:`sgmc.driver.plan.keep_mask`; their drift statistics alone without store_draws)
+    — or None when nothing per draw is."""
+    if not (settings.store_draws or settings.diagnose):
         return None
     return keep_mask(kernel.keeps, settings.burn_in, settings.num_draws, settings.thin)
 
@@ -106,7 +104,7 @@ class Run:
         self.compile_time, self.sampling_time = compile_time, sampling_time
         self.divergence = divergence  # "raise" a DivergenceError, or "continue"
         if (mirror is None and settings.checkpoint and not settings.stream_to
-                and settings.store_draws):
+                and self.mask is not None):
             mirror = DiskSink(os.path.abspath(settings.checkpoint) + ".draws",
                               stored_total(self.mask))
         self.mirror = mirror
@@ -136,8 +134,7 @@ class Run:
                           start)
 
     def replan(self, draws_per_block: int) -> None:
-        """Cut the rest of the run into blocks of ``draws_per_block`` draws (the draws do
-        not depend on it)."""
+        """Cut the rest of the run into blocks of ``draws_per_block`` draws (same draws)."""
         self.draws_per_block = draws_per_block
         self.plan = self._plan(self.cursor[2])
         self.cursor = (*self.cursor[:3], 0, self.cursor[4])
@@ -171,22 +168,21 @@ class Run:
 
     def result(self, max_step: int | None = None) -> Result:
         states, counters = self.cursor[:2]
+        s = self.settings
         parts = self.sink.arrays()
-        if parts is None:  # no draw kept yet: empty arrays of the right trailing shapes
-            n = counters.bad_step.shape[0]
-            samples = jax.tree.map(lambda x: np.zeros((x.shape[0], 0, *x.shape[1:]), x.dtype),
-                                   jax.eval_shape(jax.vmap(drawn(self.problem,
-                                                                 self.sampler)), states))
-            info, steps = {"grad_evals": np.zeros((n, 0), np.int64)}, np.zeros(0, np.int64)
-        else:
-            samples, info, steps = parts
+        samples, info, steps = parts if parts is not None else ((), {}, np.zeros(0, np.int64))
         if max_step is not None:  # steps increase: a slice, no copy of memory-mapped draws
             keep = slice(int(np.searchsorted(steps, max_step, side="right")))
             samples = jax.tree.map(lambda x: x[:, keep], samples)
             info, steps = {k: v[:, keep] for k, v in info.items()}, steps[keep]
+        if parts is None or not s.store_draws:  # no draw: arrays of the right trailing shapes
+            samples = jax.tree.map(lambda x: np.zeros((x.shape[0], 0, *x.shape[1:]), x.dtype),
+                                   jax.eval_shape(jax.vmap(drawn(self.problem,
+                                                                 self.sampler)), states))
+            steps = np.zeros(0, np.int64)  # store_draws=False: the drift statistics alone
+            info.setdefault("grad_evals", np.zeros((counters.bad_step.shape[0], 0), np.int64))
         total = ((to_host(counters.evals_hi).astype(np.int64) << 32)
                  + to_host(counters.evals_lo).astype(np.int64))
-        s = self.settings
         meta = {k: getattr(s, k) for k in ("num_steps", "burn_in", "thin", "seed",
                                            "num_chains", "prng")}
         meta.update({k: getattr(s, k) for k in ("checkpoint", "stream_to") if getattr(s, k)})
@@ -297,7 +293,7 @@ def execute(run: Run, progress: bool | None) -> Result:
         i += run.first_block
         return problem if i == 0 else problem.with_buffer(i, run.put_data)
 
-    interrupt = _DeferredInterrupt()
+    interrupt = DeferredInterrupt()
     try:
         upcoming = pool.submit(buffer, 0) if pool else None
         # Compile up front (and only the programs the rest of the plan uses), so that
@@ -308,7 +304,7 @@ def execute(run: Run, progress: bool | None) -> Result:
         # The sinks' arrays or files, for blocks shaped as the program's: a full disk
         # shows here, before any sampling.
         out = getattr(programs.get("full") or programs.get("partial"), "out_info", None)
-        if out is not None and s.store_draws:
+        if out is not None and run.mask is not None:
             empty = _host_block(jax.tree.map(lambda s: np.zeros((0, *s.shape[1:]), s.dtype),
                                              out[2]), 0, 0)
             for sink in (run.sink, run.mirror):
@@ -419,8 +415,8 @@ def _compile(run: Run, args: tuple, programs: dict) -> dict:
     length, into a buffer of at least the plan's largest partial block)."""
     t_start = time.perf_counter()
     n, thin = run.draws_per_block, run.settings.thin
-    static = {"predict": None if run.predict is None else _ByIdentity(run.predict),
-              "store": run.settings.store_draws}
+    static = {"predict": None if run.predict is None else ByIdentity(run.predict),
+              "store": run.settings.store_draws, "stats": run.settings.diagnose}
     programs = dict(programs)
     if any(b.full for b in run.plan) and programs.get("full_draws") != n:
         programs["full"] = run_block.lower(*args, n_draws=n, thin=thin,
@@ -434,59 +430,17 @@ def _compile(run: Run, args: tuple, programs: dict) -> dict:
     return programs
 
 
-class _DeferredInterrupt:
-    """While installed, a Ctrl-C (SIGINT) sets :attr:`pending` instead of raising, so the
-    loop stops after storing the block in flight; a second Ctrl-C while one is pending
-    raises KeyboardInterrupt at once. Installed only in the main thread and only over
-    Python's default handler (a handler of the user's, or SIG_IGN, is left alone)."""
-
-    def __init__(self) -> None:
-        self.pending = False
-        self._previous = None
-
-    def _handle(self, signum, frame) -> None:
-        if self.pending:
-            raise KeyboardInterrupt
-        self.pending = True
-
-    def install(self) -> None:
-        if (threading.current_thread() is threading.main_thread()
-                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-
-    def restore(self) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-            self._previous = None
-
-
 def _host_block(buf: dict, drop: int, n_draws: int) -> tuple[PyTree, dict]:
-    """A block's kept draws on the host, draw axis second: (draws, statistics)."""
+    """A block's kept draws on the host, draw axis second: (draws, statistics); with
+    ``store_draws=False``, (no draw, the drift statistics alone)."""
     host = jax.tree.map(lambda b: np.swapaxes(to_host(b)[drop:n_draws], 0, 1), buf)
-    evals = (host["evals_hi"].astype(np.int64) << 32) + host["evals_lo"].astype(np.int64)
-    return host["position"], {"grad_evals": evals, **host["stats"]}
-
-
-class _ByIdentity:
-    """``predict`` as a static argument of the compiled programs: hashed by identity, so
-    that any callable passes (an Equinox module or a partial holding arrays is not
-    hashable by value)."""
-
-    __slots__ = ("fn",)
-
-    def __init__(self, fn) -> None:
-        self.fn = fn
-
-    def __call__(self, draw):
-        return self.fn(draw)
-
-    # Equal wrappers of one function are one static argument: a second run with the same
-    # ``predict`` reuses the compiled programs instead of compiling them again.
-    def __eq__(self, other) -> bool:
-        return isinstance(other, _ByIdentity) and other.fn is self.fn
-
-    def __hash__(self) -> int:
-        return id(self.fn)
+    info = {}
+    if "position" in host:
+        info["grad_evals"] = ((host["evals_hi"].astype(np.int64) << 32)
+                              + host["evals_lo"].astype(np.int64))
+        info.update(host["stats"])
+    info.update(host.get("draw_stats", {}))
+    return host.get("position", ()), info
 
 
 def _select(host: tuple[PyTree, dict], index: np.ndarray) -> tuple[PyTree, dict]:
@@ -494,13 +448,3 @@ def _select(host: tuple[PyTree, dict], index: np.ndarray) -> tuple[PyTree, dict]
     samples, info = host
     return (jax.tree.map(lambda x: x[:, index], samples),
             {k: v[:, index] for k, v in info.items()})
-
-
-def want_progress(progress: bool | None) -> bool:
-    if progress is not None:
-        return bool(progress)
-    if not sys.stderr.isatty() or os.environ.get("CI"):
-        return False
-    return importlib.util.find_spec("tqdm") is not None  # an optional dependency
-
-
