@@ -48,6 +48,7 @@ T_REPLICA = ("tests/test_swap_rule.py", "tests/test_replica.py")
 T_OPT = ("tests/test_objectives.py", "tests/test_optimize.py")
 T_CYC = ("tests/test_cyclical.py",)
 T_SGNHT = ("tests/test_sgnht.py",)
+T_TUNE = ("tests/test_noise.py", "tests/test_selfcheck.py")
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,26 @@ MUTANTS: list[Mutant] = [
       "tau = jnp.where(self.keeps(t), params.temperature, jnp.zeros_like(params.temperature))",
       "tau = params.temperature", "the exploration stage runs at the sampler's τ, not 0",
       T_CYC),
+    # -- warm-up: the noise where a run is, and the self-check (issue 31) ---------------------
+    M("noise-anchor-distance-linear", "noise.py", "x + math.sqrt(1.0 - rho) * (u - v)",
+      "x + (1.0 - rho) * (u - v)",
+      "the anchor's distance scales with 1 − ρ instead of √(1 − ρ)", T_TUNE),
+    M("noise-plain-top-eigenvalue", "noise.py", "        proj2 = (test @ vt[0]) ** 2",
+      "        proj2 = (fit @ vt[0]) ** 2",
+      "the top direction's variance measured on the rows that found it (biased up)", T_TUNE),
+    M("decorrelation-rho", "tuning.py", "        out = max(out, 1.0 - rho)",
+      "        out = max(out, rho)", "the anchor's correlation used as its distance", T_TUNE),
+    M("decorrelation-uniform-ages", "tuning.py", "np.linalg.matrix_power(a, m)) @",
+      "np.linalg.matrix_power(a, m - 1)) @", "SVRG's anchor ages summed to m − 2", T_TUNE),
+    M("selfcheck-coupling-halves", "selfcheck.py",
+      "(a + b) * (1.0 / math.sqrt(2.0))", "(a + b) * 0.5",
+      "the coarse pilot's noise is the mean of the fine steps' (variance halved)", T_TUNE),
+    M("selfcheck-never-halves", "selfcheck.py", "            h, length = h / 2.0, time_units",
+      "            h, length = h, time_units",
+      "a pilot that disagrees does not halve the step", T_TUNE),
+    M("selfcheck-sd-unsigned", "selfcheck.py",
+      "        if abs(bias) > tol + crit * se:", "        if bias > tol + crit * se:",
+      "only positive biases disagree (a deflating integrator passes)", T_TUNE),
     # -- estimators ---------------------------------------------------------------------------
     M("batch-scale-n-minus-1", "problem.py",
       "return self.data_weight * self.data_rows / batch_size",
