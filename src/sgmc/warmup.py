@@ -14,14 +14,17 @@ evaluations / N) and reported in :class:`WarmupReport`; none of its points is ke
    eigenvalues clipped to be positive), ``"diagonal"`` (P = diag(H)⁻¹, diag(H) exact for
    small d, else Hutchinson's estimate), ``"low_rank"`` (the diagonal, corrected along the
    ``rank`` Lanczos directions of the diagonally scaled Hessian that deviate most from 1) or
-   ``"identity"``; ``"auto"`` = dense for d ≤ ``dense_max``, diagonal above.
+   ``"identity"``; ``"auto"`` = dense for d ≤ ``dense_max``, low rank above.
 3. **Whitened curvature and gradient noise.** The extreme eigenvalues λ_min, λ_max of the
    whitened Hessian Lᵀ H L (Lanczos, or exact for small d), and the largest eigenvalue B of
    the covariance of the sampler's *own* estimator's whitened error Lᵀ(∇̃U − ∇U), measured
-   at ``noise_points`` Laplace draws θ = mode + √2 C ζ (C Cᵀ = H⁻¹; for large d at the point
-   found only) with the estimator's state (SVRG anchor, SAGA table) taken at the mode — the
-   √2 because anchor and point are then as far apart as two independent posterior draws.
-   EWSG is bounded by its uniform minibatches.
+   where a run is (:mod:`sgmc.noise`): at ``noise_points`` Laplace draws (C Cᵀ = H⁻¹; for
+   large d the preconditioner's factor), with the estimator's stored point (SVRG anchor,
+   SAGA table) as far away as a stationary chain keeps it — a distance that depends on the
+   step size, so B(h) is a model fitted to measurements at two distances and h is solved
+   with its own noise, then checked by a measurement at that h's distance. The top
+   eigenvalue is cross-fitted (no (1 + √(d/m))² sample-size bias), with its SE. EWSG is
+   bounded by its uniform minibatches.
 4. **Rules** (:mod:`sgmc.tuning`): friction D = 2√λ_min (critical damping of the slowest
    whitened direction) when unset; step size h = the largest with predicted covariance
    inflation within 1 ± ``budget`` (default 10 %) in every whitened direction with curvature
@@ -34,12 +37,20 @@ evaluations / N) and reported in :class:`WarmupReport`; none of its points is ke
    tuned sampler ``adapt_steps`` steps from the mode, re-estimate P from those draws
    (:func:`sgmc.preconditioners.from_draws`), then redo stage 3–4 with it. For posteriors
    that are far from Gaussian, whose covariance the mode's curvature misrepresents.
+6. **Self-check (``check=True``, the default).** The rules are exact for a Gaussian target;
+   elsewhere their step can bias the draws by a good part of a posterior sd. Coupled pilots
+   at h and h/2 (:mod:`sgmc.selfcheck`) estimate that bias and h is halved until they agree
+   within ``check_tolerance`` or ``check_budget`` data passes are spent; what each pilot
+   found is in ``report.checks``, and a :class:`sgmc.SamplingWarning` says when the step
+   could not be confirmed. A step size the user gave is kept (model units, no
+   preconditioner added) and not checked.
 
-What it does not guarantee: the rules are exact for a Gaussian target sampled with Gaussian
-gradient noise; for a multimodal target the curvature of the one mode found says nothing of
-the others (use replica exchange, whose per-temperature steps come from the same mode), and
-for a neural network the curvature is not stationary along the run (the diagonal
-preconditioner and bias-budget step are then a starting point, not a bound).
+What it does not guarantee: for a multimodal target the curvature of the one mode found says
+nothing of the others (use replica exchange, whose per-temperature steps come from the same
+mode), and the self-check compares draws near that mode; for a neural network the curvature
+is not stationary along the run (the preconditioner and step are then a starting point: the
+check and the drift test of :func:`sgmc.sample` are what tell whether the draws are
+stationary).
 """
 
 from __future__ import annotations
@@ -75,73 +86,12 @@ from .problem import Problem
 from .pytree import replace
 from .sampler import Sampler
 from .schedules import as_schedule
+from .warmup_report import Warmup, WarmupReport
 
 __all__ = ["PRECONDITIONERS", "Warmup", "WarmupReport", "warmup"]
 
 PyTree = Any
 PRECONDITIONERS = ("auto", "identity", "diagonal", "dense", "low_rank")
-
-
-@dataclasses.dataclass(frozen=True)
-class WarmupReport:
-    """What :func:`warmup` measured and chose; passes are full data passes (per-example
-    gradient evaluations / N; a Hessian-vector product counts 2)."""
-
-    passes: dict          # by stage: "mode", "curvature", "noise", "draws", "check"
-    seconds: float
-    preconditioner: str   # identity | diagonal | dense | low_rank
-    curvature: tuple      # (λ_min, λ_max) of the whitened Hessian Lᵀ H L
-    raw_curvature: tuple  # (λ_min, λ_max) of H itself (nan for d > dense_max: H not formed)
-    noise: float          # B at the first step size: the largest eigenvalue of the whitened
-    #                       gradient-noise covariance where a run keeps its anchor
-    step_sizes: tuple     # one per replica (one for a plain sampler): the steps sample uses
-    friction: float | None
-    inflation: tuple      # at each step size, the predicted variance ratio farthest from 1
-    svrg_period: int | None
-    energy_at_mode: float
-    noise_se: float = math.nan    # standard error of the independent-draw measurement of B
-    noise_detail: dict = dataclasses.field(default_factory=dict)  # how B was measured:
-    #   rows, "independent" (B, SE) at an anchor independent of the point, "near" at 1/8 of
-    #   that distance, "ages" of the anchor, "at step" (B, SE, g) at the step's own distance
-    checks: tuple = ()    # the self-check's pilots (sgmc.selfcheck.Check), in order
-    step_given: bool = False  # the step size was the user's (kept; no self-check)
-
-    @property
-    def total_passes(self) -> float:
-        return float(sum(self.passes.values()))
-
-    def __str__(self) -> str:
-        h = ", ".join(f"{v:.4g}" for v in self.step_sizes)
-        lines = [f"warmup: {self.total_passes:.1f} data passes ("
-                 + ", ".join(f"{k} {v:.1f}" for k, v in self.passes.items())
-                 + f"), {self.seconds:.1f} s",
-                 f"  preconditioner {self.preconditioner}; whitened curvature "
-                 f"[{self.curvature[0]:.3g}, {self.curvature[1]:.3g}] (raw "
-                 + (f"[{self.raw_curvature[0]:.3g}, {self.raw_curvature[1]:.3g}])"
-                    if math.isfinite(self.raw_curvature[0]) else "not formed for large d)")
-                 + f"; gradient noise B = {self.noise:.3g} ± {self.noise_se:.2g}",
-                 f"  step size {h}" + ("" if self.friction is None
-                                       else f", friction {self.friction:.4g}")
-                 + "; predicted inflation "
-                 + ", ".join(f"{v:.3f}" for v in self.inflation)]
-        if self.step_given:
-            lines.append("  step size given by the sampler (model units): kept, not checked")
-        if self.svrg_period is not None:
-            lines.append(f"  SVRG period {self.svrg_period}")
-        lines += [f"  check {c}" for c in self.checks]
-        return "\n".join(lines)
-
-
-class Warmup(tuple):
-    """``(tuned, start)``, as unpacked by ``tuned, start = sgmc.warmup(...)``, with the
-    :class:`WarmupReport` as ``.report``."""
-
-    report: WarmupReport
-
-    def __new__(cls, tuned: Any, start: PyTree, report: WarmupReport) -> Warmup:
-        out = super().__new__(cls, (tuned, start))
-        out.report = report
-        return out
 
 
 # -- stage helpers ---------------------------------------------------------------------------
@@ -236,6 +186,12 @@ def _with(sampler, pre, friction, steps, force=False):
     if force or any(s is None for s in step_sizes):
         step_sizes = tuple(as_schedule(h) for h in steps)
     return replace(sampler, sampler=new_base, step_sizes=step_sizes)
+
+
+def _scaled_se(model, used: float) -> float:
+    """The SE of B at the step: the independent-draw measurement's, scaled as B is."""
+    total = model.base + model.linear
+    return model.se * used / total if total > 0 else model.se
 
 
 def _given_steps(sampler) -> list[float] | None:
@@ -484,7 +440,7 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
                           noise=float(used[0]), step_sizes=tuple(hs),
                           friction=None if fr is None else float(fr),
                           inflation=tuple(infl), svrg_period=period, energy_at_mode=energy,
-                          noise_se=model.se, noise_detail=dict(model.detail),
+                          noise_se=_scaled_se(model, used[0]), noise_detail=dict(model.detail),
                           checks=tuple(checks), step_given=given is not None)
     if verbose:
         print(report)
