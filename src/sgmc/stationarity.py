@@ -15,8 +15,8 @@ on the trace x₁..x_n of the kept draws (n ≥ :data:`MIN_DRAWS`):
 * its standard error SE² = σ²_∞ (1/|A| + 1/|B|), with σ²_∞ the long-run variance (the
   variance of √n × a mean, which autocorrelation inflates) by batch means: batches of m
   draws, m ≈ 3 τ̂ (τ̂ the integrated autocorrelation time, Geyer's initial monotone
-  sequence, the larger of B's and the whole trace's less its line) so that B holds between
-  :data:`MIN_BATCHES` and :data:`MAX_BATCHES` batches; σ²_∞ = m × the variance of the batch
+  sequence, the larger of B's and the whole trace's, each less its line) so that B holds
+  between :data:`MIN_BATCHES` and :data:`MAX_BATCHES` batches; σ²_∞ = m × the variance of the batch
   means about their least-squares line within A and within B (pooled; k − 2 degrees of
   freedom per part of k ≥ 3 batches), divided by 1 − τ̂ / 2m (batch means of finite m
   underestimate σ²_∞ by that much, to first order, for AR(1)-like correlations; at most a
@@ -133,7 +133,7 @@ def drift(trace: Any) -> Drift:
         return _NO_TEST
     n_a, n_b = max(1, round(FIRST * n)), int(LAST * n)
     a, b = x[:n_a], x[n - n_b:]
-    tau = max(_integrated_time(b), _integrated_time(_line_residuals(x)))
+    tau = max(_integrated_time(_line_residuals(b)), _integrated_time(_line_residuals(x)))
     k = max(min(MIN_BATCHES, n_b), min(MAX_BATCHES, n_b // max(1, math.ceil(BATCH_TAUS * tau))))
     m = n_b // k
     ss_b, dof_b = _batch_ss(b[n_b - k * m:], m)
@@ -146,7 +146,8 @@ def drift(trace: Any) -> Drift:
     se = math.sqrt(long_run * (1 / n_a + 1 / n_b))
     means = float(a.mean()), float(b.mean())
     beyond = max(b.mean() - a.max(), a.min() - b.mean())
-    if not se > 0 or beyond > RUNAWAY * (a.max() - a.min()):  # no noise, or a runaway
+    rounding = 1e-12 * float(np.abs(x).max())  # an SE below this is float noise: none
+    if not se > rounding or beyond > RUNAWAY * (a.max() - a.min()):  # no noise, a runaway
         z = 0.0 if d == 0 else math.copysign(math.inf, d)
         return Drift(*means, d, se, z, dof, z, float(d == 0))
     log_tail = stats.t.logsf(abs(d) / se, dof)  # one side; z of the same tail below
