@@ -519,3 +519,28 @@ def test_identity_is_bitwise_no_op(target):
         b = sgmc.sample(t["post"], ident, init=t["init"], num_steps=200, num_chains=3, seed=9)
         assert np.array_equal(np.asarray(a.samples), np.asarray(b.samples))
         assert not np.array_equal(np.asarray(a.samples)[:, 0], np.asarray(a.samples)[:, -1])
+
+
+def test_from_draws_low_rank_corrects_the_directions_farthest_from_one():
+    """A rank-r estimate corrects the r directions of the diagonally scaled (correlation)
+    matrix whose eigenvalues λ are farthest from 1 on the log scale (|log λ|): a squeezed
+    direction (λ ≈ 0.02, |log λ| ≈ 4) before a stretched one (λ ≈ 2.5, |log λ| ≈ 1), since
+    both set the step a sampler can take. The estimate must be the documented
+    S^{1/2}(I + u(λ − 1)uᵀ)S^{1/2} of the regularised sample covariance, with u that
+    squeezed direction."""
+    d, n = 4, 4000
+    rng = np.random.default_rng(3)
+    q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    sd = np.array([0.5, 1.0, 2.0, 4.0])
+    C = sd[:, None] * (q @ np.diag([0.02, 1.0, 1.0, 2.5]) @ q.T) * sd[None, :]
+    x = (rng.standard_normal((n, d)) @ np.linalg.cholesky(C).T).astype(np.float32)
+    cov = _reg_cov(np.cov(x.astype(np.float64), rowvar=False), n)
+    var = np.diag(cov)
+    lam, vec = np.linalg.eigh(cov / np.sqrt(np.outer(var, var)))
+    assert lam.min() < 0.1 and lam.max() > 1.5            # both kinds of direction present
+    assert abs(np.log(lam.min())) > abs(np.log(lam.max()))
+    u = vec[:, [0]]                                       # eigh: ascending, the squeezed one
+    s = np.sqrt(var)
+    want = s[:, None] * (np.eye(d) + (lam[0] - 1.0) * (u @ u.T)) * s[None, :]
+    got = pc.from_draws(jnp.asarray(x), kind="low_rank", rank=1).matrix(FLAT[:d])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())

@@ -201,6 +201,11 @@ MUTANTS: list[Mutant] = [
       "cov = n / (n + 5.0) * cov + 1e-3 * 5.0 / (n + 5.0) * np.eye(cov.shape[0])",
       "cov = cov + 1e-3 * 5.0 / (n + 5.0) * np.eye(cov.shape[0])",
       "from_draws adds Stan's ridge without shrinking Σ̂ by n/(n + 5)", T_PRE),
+    M("pre-low-rank-largest-eigenvalues", "preconditioners.py",
+      "order = np.argsort(-np.abs(np.log(np.maximum(lam, 1e-12))))[:min(rank, lam.size)]",
+      "order = np.argsort(-lam)[:min(rank, lam.size)]",
+      "low-rank from_draws corrects the r largest eigenvalues, not those farthest from 1 "
+      "(a squeezed direction left uncorrected)", T_PRE),
     # -- the tuning rules (tuning.py) -----------------------------------------------------------
     M("tune-increment-euler-undamped", "tuning.py",
       "n = [[-h * h * lam, zero + h * (1.0 - d * h)], [-h * lam, zero - d * h]]",
@@ -299,6 +304,9 @@ MUTANTS: list[Mutant] = [
       "x if c is None else biject_to(c).inv(x), theta)",
       "x if c is None else biject_to(c)(x), theta)",
       "unconstrain applies T instead of T⁻¹", T_CONS),
+    M("constraints-log-det-last-leaf", "constraints.py",
+      "return theta, sum(ld for _, ld in out)", "return theta, out[-1][1]",
+      "only the last leaf's log-Jacobian (the others' overwritten, not added)", T_CONS),
     # -- estimators ---------------------------------------------------------------------------
     M("batch-scale-n-minus-1", "problem.py",
       "return self.data_weight * self.data_rows / batch_size",
