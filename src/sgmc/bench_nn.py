@@ -9,7 +9,13 @@ times, in one process and on the same data, model and minibatches:
   added to the update: the least any SG-MCMC step can cost (the *floor*);
 * sgmc's **SGLD**, **SGHMC**, **SVRG-HMC** (snapshot every epoch) and **EWSG** (SGHMC with
   the index chain, M = 1), one chain, ``thin`` = steps / 10 (ten draws kept), and SGHMC
-  with every draw stored (``thin=1``, what storing d floats per step adds).
+  with every draw stored (``thin=1``, what storing d floats per step adds);
+* for the MLP, the cost of the drift statistics every kept draw records
+  (``sample(..., diagnose=True)``, the default: one minibatch energy per kept draw,
+  :mod:`sgmc.driver.stats`): SGHMC with ``diagnose=False`` at both thinnings; reported as a
+  share of a step at the suite's ``thin`` and per kept draw (at ``thin=1``), and the
+  end-of-run drift test (:func:`sgmc.stationarity.diagnose`) on the ``thin=1`` run's draws
+  as a share of its sampling time.
 
 on two Flax linen models of MNIST-shaped inputs (28×28×1, 10 classes, synthetic values):
 an MLP 784-H-10 (H = 100: 79,510 parameters) and a small CNN (two 3×3 convolutions with
@@ -47,6 +53,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -267,17 +275,54 @@ def _rss_child(spec: dict) -> dict[str, float]:
             "rss_before_run_mib": before, "draws": kept, "seconds": time.perf_counter() - t0}
 
 
-def _timed_run(post, sampler, init, steps, thin, seed, evals, name) -> Callable[[], dict]:
+def _timed_run(post, sampler, init, steps, thin, seed, evals, name,
+               diagnose=True) -> Callable[[], dict]:
     """A timed ``sgmc.sample`` call: {"wall": its ``meta["sampling_time"]``}; records the
     per-example gradient evaluations per step in ``evals[name]`` (and in
     ``evals["unrolled"]`` whether sgmc unrolled its blocks)."""
     def once() -> dict[str, float]:
-        res = sgmc.sample(post, sampler, init, steps, thin=thin, seed=seed, progress=False)
+        with warnings.catch_warnings():  # synthetic data, short runs: not the point here
+            warnings.simplefilter("ignore", sgmc.SamplingWarning)
+            res = sgmc.sample(post, sampler, init, steps, thin=thin, seed=seed,
+                              progress=False, diagnose=diagnose)
         evals[name] = float(np.mean(res.meta["grad_evals_total"])) / steps
         evals["unrolled"] = float(res.meta.get("unroll", False))
         return {"wall": float(res.meta["sampling_time"])}
 
     return once
+
+
+def _statistics_cost(us: dict, post, sampler, init, steps: int, seed: int,
+                     thin: int) -> dict[str, float]:
+    """The drift statistics' cost from the timed runs ``us`` (µs per step): their share of a
+    step at the suite's ``thin`` and per kept draw at ``thin=1``; and the end-of-run drift
+    test on a ``thin=1`` run's draws (best of 3) against that run's sampling time."""
+    from .bench import _table
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sgmc.SamplingWarning)
+        res = sgmc.sample(post, sampler, init, steps, seed=seed, progress=False)
+    seconds = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        sgmc.stationarity.diagnose(res)
+        seconds.append(time.perf_counter() - t0)
+    bare, stored = us["SGHMC, diagnose=False"], us["SGHMC, every draw stored, diagnose=False"]
+    out = {"share_of_step_at_thin": (us["SGHMC"] - bare) / bare,
+           "per_draw_share_of_step": (us["SGHMC, every draw stored"] - stored) / bare,
+           "diagnose_seconds": min(seconds),
+           "diagnose_share_of_run": min(seconds) / float(res.meta["sampling_time"])}
+    _table(f"[nn] MLP: the drift statistics (one minibatch energy per kept draw, "
+           f"sample(diagnose=True)) and the end-of-run drift test of {res.num_draws:,} draws",
+           ("cost", "value", "target"),
+           [(f"recording, share of a step at thin {thin}",
+             f"{100 * out['share_of_step_at_thin']:.1f} %", "≤ 3 %"),
+            ("recording, per kept draw (thin 1), share of a step",
+             f"{100 * out['per_draw_share_of_step']:.0f} %", ""),
+            ("drift test at the end, ms", f"{1e3 * out['diagnose_seconds']:.1f}", ""),
+            ("drift test, share of the run's sampling time",
+             f"{100 * out['diagnose_share_of_run']:.2f} %", "")])
+    return out
 
 
 def bench_nn(cfg: Any) -> dict[str, Any]:
@@ -308,6 +353,12 @@ def bench_nn(cfg: Any) -> dict[str, Any]:
         for name, (smp, thinned) in _samplers(n, b).items():
             variants[name] = _timed_run(post, smp, init, steps, thin if thinned else 1,
                                         cfg.seed, evals, name)
+        if model == "mlp":  # the drift statistics' cost: the same runs without them
+            for name in ("SGHMC", "SGHMC, every draw stored"):
+                smp, thinned = _samplers(n, b)[name]
+                variants[f"{name}, diagnose=False"] = _timed_run(
+                    post, smp, init, steps, thin if thinned else 1, cfg.seed, evals,
+                    f"{name}, diagnose=False", diagnose=False)
         for fn in variants.values():  # compile and run once
             fn()
         t = interleaved(variants, cfg.repeats)
@@ -350,6 +401,9 @@ def bench_nn(cfg: Any) -> dict[str, Any]:
         _table("", ("one step", "Mflop", "MB accessed", "÷ SGD + noise (bytes)"),
                [(k, v["flops"] / 1e6, v["bytes"] / 1e6, v["bytes"] / ref)
                 for k, v in costs.items()])
+        if model == "mlp":
+            res_model["drift_statistics"] = _statistics_cost(
+                us, post, _samplers(n, b)["SGHMC"][0], init, steps, cfg.seed, thin)
         out["models"][model] = res_model
 
     rows, out["rss"] = [], []
