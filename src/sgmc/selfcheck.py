@@ -76,9 +76,11 @@ class Check:
         if self.verdict == "skipped":
             return (f"h = {self.step_size:.4g}: skipped (a pilot pair of {self.steps} steps "
                     f"on {self.chains} chains needs {self.se:.0f} passes)")
-        return (f"h = {self.step_size:.4g}: {self.verdict} ({self.statistic} bias "
-                f"{self.bias:+.3f} ± {self.se:.3f}; {self.chains} chains × {self.steps} "
-                f"steps, {self.passes:.0f} passes)")
+        what = self.statistic if self.statistic.startswith("rms") else \
+            f"{self.statistic} bias"
+        return (f"h = {self.step_size:.4g}: {self.verdict} ({what} {self.bias:+.3f} ± "
+                f"{self.se:.3f}; {self.chains} chains × {self.steps} steps, "
+                f"{self.passes:.0f} passes)")
 
 
 def _couple(kind: str, first: Any, second: Any) -> Any:
@@ -288,6 +290,7 @@ def self_check(problem, kernel_at: Callable[[float], Any], step_size: float, sta
     length = time_units
     for i in range(64):
         steps = max(40, math.ceil(length * relax_time / h))
+        # (per step as the last pilot cost: the budget can be overshot by a few passes)
         affordable = int((budget - spent) / max(per_step * chains, 1e-300))
         shortest = max(40, math.ceil(10.0 * relax_time / h))
         if affordable < shortest:
@@ -362,8 +365,9 @@ def check_sampler(problem, base, temperature: float, starts: PyTree, dynamics: s
     return final / step_size, checks, spent, budget
 
 
-def failure_message(checks: list[Check], allowed: float) -> str:
-    """What the warning says when warm-up's self-check ends without an "agree"."""
+def failure_message(checks: list[Check], allowed: float, returned: float) -> str:
+    """What the warning says when warm-up's self-check ends without an "agree" (``returned``:
+    the step size warm-up returns)."""
     spent = sum(c.passes for c in checks)
     if checks[-1].verdict == "skipped":
         needed = checks[-1].se
@@ -374,7 +378,10 @@ def failure_message(checks: list[Check], allowed: float) -> str:
     last = checks[-1]
     what = ("the pilots at h and h/2 still disagreed" if last.verdict == "disagree" else
             "the pilots at h and h/2 could not resolve a bias at the tolerance")
+    smaller = (f"it returns the halved step {returned:.4g}, unconfirmed"
+               if returned < last.step_size else f"it returns h = {returned:.4g}, unconfirmed")
     return (f"warmup's self-check stopped at its budget ({spent:.0f} of {allowed:.0f} data "
-            f"passes) before it could confirm the step size: {what} ({last}). The draws may "
-            "be biased by more than the tolerance; try a larger check_budget, the halved "
-            f"step {last.step_size / 2:.4g}, or more warm-up (adapt_steps).")
+            f"passes) before it could confirm the step size: {what} ({last}); {smaller}. "
+            "The draws may be biased by more than the tolerance: give a larger "
+            f"check_budget, or sample at {returned / 2:.4g} and compare, or more warm-up "
+            "(adapt_steps).")

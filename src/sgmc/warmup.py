@@ -422,7 +422,7 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
             tuned = _with(sampler, pre if kind != "psgld" else own, fr, hs, force=True)
             fr, hs, infl, used = _rules(dyn_kind, lam, model, temps, fr, budget, hs)
         if checks[-1].verdict != "agree":
-            warnings.warn(selfcheck.failure_message(checks, allowed), SamplingWarning,
+            warnings.warn(selfcheck.failure_message(checks, allowed, hs[0]), SamplingWarning,
                           stacklevel=2)
 
     period = None
