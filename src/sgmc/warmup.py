@@ -80,6 +80,7 @@ from .laplace import (
     preconditioner_for,
     psgld_preconditioner,
     spd_inverse,
+    typical_factor,
     whitened_extremes,
 )
 from .problem import Problem
@@ -395,9 +396,11 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
                                                 given)
         return lam, model, fr, hs, infl, used
 
-    # The Laplace approximation N(mode, H⁻¹) whose draws are the noise's points (small d;
-    # large d has no H: the preconditioner's factor stands in for H^{-1/2}).
-    laplace = precond.dense(spd_inverse(hess)[0]) if small else pre
+    # The Laplace approximation N(mode, H⁻¹) whose draws are the noise's points and the
+    # starts (small d; large d has no H: the preconditioner's factor stands in for H^{-1/2},
+    # shrunk until its draws' energies are a Gaussian's typical set's).
+    laplace = (precond.dense(spd_inverse(hess)[0]) if small
+               else typical_factor(problem, z, pre, keys[1], passes))
     lam, model, fr, hs, infl, used = tune(pre)
     tuned = _with(sampler, pre if kind != "psgld" else own, fr, hs)
 
@@ -413,7 +416,7 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
     checks: tuple = ()
     if check and given is None:
         factor, checks, cost, allowed = selfcheck.check_sampler(
-            problem, _base(tuned), temps[0], laplace_starts(z, pre, check_chains, keys[4]),
+            problem, _base(tuned), temps[0], laplace_starts(z, laplace, check_chains, keys[4]),
             dyn_kind, lam, fr, hs[0], check_budget, max(1000.0, 10 * sum(passes.values())),
             small, tol, keys[5])
         passes["check"] = cost
@@ -434,7 +437,7 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
     if num_chains is None:
         start = problem.constrain(z)
     else:
-        start = jax.vmap(problem.constrain)(laplace_starts(z, pre, num_chains, keys[3]))
+        start = jax.vmap(problem.constrain)(laplace_starts(z, laplace, num_chains, keys[3]))
     report = WarmupReport(passes=dict(passes), seconds=time.perf_counter() - t0,
                           preconditioner=kind, curvature=lam, raw_curvature=raw,
                           noise=float(used[0]), step_sizes=tuple(hs),
