@@ -300,9 +300,10 @@ def _digits_posterior():
 
 
 #: The step the issue's warm-up (commit 1677e27) chose for the digits MLP, in the units of its
-#: diagonal preconditioner; today's warm-up keeps that preconditioner and friction (whitened
-#: curvature [0.0985, 98.5], D = 0.63) but measures the gradient noise farther out (B = 2.6e6
-#: against 76) and picks h = 4.7e-8, at which the chains do not leave the mode.
+#: diagonal preconditioner; later warm-ups keep that preconditioner and friction (whitened
+#: curvature [0.0985, 98.5], D = 0.63) but measure the gradient noise farther out and pick
+#: a much smaller step (4.7e-8 at c901ab7, 3.7e-6 at 5bf44bc), at which the chains barely
+#: leave the mode in these runs' lengths.
 ISSUE_STEP = 1.6535e-3
 
 
