@@ -2,6 +2,9 @@
 vectorised chains.
 
 * :mod:`~sgmc.driver.api` — :func:`sample` and :func:`resume` (validation, start, restore);
+* :mod:`~sgmc.driver.starts` — the chains' starts from ``init`` and whether the model
+  convolves;
+* :mod:`~sgmc.driver.stats` — the statistics each kept draw records (drift test);
 * :mod:`~sgmc.driver.preflight` — before compiling: the step counter's range, the model at
   the initial points, the schedules on the run's steps;
 * :mod:`~sgmc.driver.loop` — the compiled loop (one program of static length for full
