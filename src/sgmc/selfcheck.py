@@ -44,7 +44,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from .pytree import replace
 from .rng import Rng, Tape
+from .schedules import as_schedule
 
 __all__ = ["Check", "check_sampler", "coupled_pilots", "failure_message", "judge",
            "self_check"]
@@ -189,11 +191,9 @@ def judge(fc: np.ndarray, ff: np.ndarray, names: list[str], tol_mean: np.ndarray
         return "disagree", "non-finite draws (diverged)", math.inf, 0.0
     # A statistic that overflows where the draws are finite (an energy far in a tail) is
     # left out; the coordinates and the other statistics still judge.
+    # (coordinates are finite wherever the draws are: the flags above)
     usable = np.all(np.isfinite(fc[..., :-1]), axis=(0, 1)) & np.all(
         np.isfinite(ff[..., :-1]), axis=(0, 1))
-    usable[:coords] = True
-    if not np.all(usable[:coords] & np.isfinite(fc[..., :coords]).all(axis=(0, 1))):
-        return "disagree", "non-finite draws (diverged)", math.inf, 0.0
     names = [n for n, u in zip(names, usable, strict=True) if u]
     tol_mean = np.broadcast_to(tol_mean, usable.shape)[usable]
     tol_sd = np.broadcast_to(tol_sd, usable.shape)[usable]
@@ -333,9 +333,6 @@ def check_sampler(problem, base, temperature: float, starts: PyTree, dynamics: s
     energy-like statistics sum over d coordinates, so that a relative error ε of every
     coordinate's variance moves their mean by about ε √(d/2) of their sd and their variance
     by 2ε: their tolerances are tol √(d/2) and 2 tol."""
-    from .pytree import replace
-    from .schedules import as_schedule
-
     k_eval, k_run = jax.random.split(key)
     eval_idx, rows = None, 0
     n = problem.data_rows if problem.has_data else 1
