@@ -40,7 +40,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import sgmc
-from sgmc.bench import (
+from sgmc.kernels.sampler import Sampler, SamplerState
+from sgmc.lab.bench import (
     CompileCounter,
     Timing,
     best,
@@ -50,11 +51,10 @@ from sgmc.bench import (
     sgmc_keys,
     sgmc_variant,
 )
-from sgmc.bench import load_average as _load
-from sgmc.bench import loop_variant as _loop_variant
-from sgmc.bench import source_version as _source_version
-from sgmc.bench import verdict as _verdict
-from sgmc.sampler import Sampler, SamplerState
+from sgmc.lab.bench import load_average as _load
+from sgmc.lab.bench import loop_variant as _loop_variant
+from sgmc.lab.bench import source_version as _source_version
+from sgmc.lab.bench import verdict as _verdict
 
 _IMPLS = {"threefry": "threefry2x32", "rbg": "rbg"}
 
@@ -172,7 +172,7 @@ def make_vmapped_scan(cfg: Config) -> Callable[..., jax.Array]:
 
 
 # --------------------------------------------------------------------------------------
-# Checks (the timing harness lives in sgmc.bench).
+# Checks (the timing harness lives in sgmc.lab.bench).
 # --------------------------------------------------------------------------------------
 
 

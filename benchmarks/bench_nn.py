@@ -3,7 +3,7 @@
 SGLD, SGHMC, SVRG-HMC and EWSG on a Flax MLP (784-100-10) and a small CNN against an optax
 SGD loop and SGD plus one Gaussian draw per step, all in one process; the shares of SGHMC's
 step, XLA's cost analysis of one step, and the peak RSS of runs of 1e4 and 1e5 steps. What
-is timed and how: the docstring of :mod:`sgmc.bench_nn`; results: benchmarks/README.md.
+is timed and how: the docstring of :mod:`sgmc.lab.bench_nn`; results: benchmarks/README.md.
 
     python benchmarks/bench_nn.py [--quick] [--no-rss] [--json PATH]
 
@@ -16,7 +16,7 @@ import argparse
 import dataclasses
 import sys
 
-from sgmc import bench
+from sgmc.lab import bench
 
 
 def main(argv: list[str] | None = None) -> int:

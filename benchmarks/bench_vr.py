@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import sgmc
-from sgmc.experiments.svrg_hmc import curve, evals_per_step, make_sampler
+from sgmc.lab.experiments.svrg_hmc import curve, evals_per_step, make_sampler
 
 SAMPLERS = ("SGHMC", "SVRG-HMC", "SAGA-HMC")
 

@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sgmc import bench
-from sgmc.cli import main
+from sgmc.lab import bench
+from sgmc.lab.cli import main
 
 HAS_BLACKJAX = importlib.util.find_spec("blackjax") is not None
 HAS_TORCH = importlib.util.find_spec("torch") is not None

@@ -9,9 +9,9 @@ import pytest
 
 import sgmc
 from sgmc import datasets, metrics
-from sgmc.cli import main
-from sgmc.experiments import svrg_hmc_bnn
-from sgmc.experiments.verdict import check_claim_dict
+from sgmc.lab.cli import main
+from sgmc.lab.experiments import svrg_hmc_bnn
+from sgmc.lab.experiments.verdict import check_claim_dict
 
 # Shared by every sampler so that the runs differ only in the sampler (and the prediction
 # program is compiled once): 3000 steps of batch 50 = 150 data passes of N = 1000, a draw

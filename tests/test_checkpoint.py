@@ -18,7 +18,8 @@ import pytest
 
 import sgmc
 from checkpoint_run import EVERY, INIT, RUN, problem, sampler
-from sgmc import _store, checkpoint
+from sgmc.io import checkpoint
+from sgmc.io import store as _store
 
 HERE = Path(__file__).resolve().parent
 

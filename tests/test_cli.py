@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from sgmc.cli import main
-from sgmc.experiments import registry
-from sgmc.experiments.verdict import VERDICTS, check_claim_dict
+from sgmc.lab.cli import main
+from sgmc.lab.experiments import registry
+from sgmc.lab.experiments.verdict import VERDICTS, check_claim_dict
 
 PAPERS = ("SVRG-HMC", "EWSG", "VR-reSGLD", "GD×LD")
 
@@ -118,7 +118,7 @@ def test_demo_bad_seed_is_refused_by_argparse(seed, tmp_path, capsys):
 
 
 def test_run_demo_checks_seed_before_running(tmp_path):
-    from sgmc.demo import run_demo
+    from sgmc.lab.demo import run_demo
 
     with pytest.raises(ValueError, match=r"seed must be in \[0, "):
         run_demo(out=str(tmp_path), quick=True, seed=-1)

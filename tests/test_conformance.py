@@ -5,10 +5,10 @@ product of three lists, so a new piece is tested by adding one line to :data:`ES
 :data:`INTEGRATORS` or :data:`COUPLINGS`. For each combination, on a small linear-regression
 posterior (N = 40, d = 3, minibatch 4), :func:`test_contract` checks
 
-1. the protocols: the kernel is a :class:`sgmc.kernel.Kernel`, its estimator a
-   :class:`~sgmc.estimators.base.GradientEstimator`, its dynamics an
-   :class:`~sgmc.dynamics.base.Integrator` (a greedy rule an
-   :class:`~sgmc.coupling.rules.ExchangeRule`), ``check``/``meta``/``init_evals`` answer;
+1. the protocols: the kernel is a :class:`sgmc.contracts.kernel.Kernel`, its estimator a
+   :class:`~sgmc.kernels.estimators.base.GradientEstimator`, its dynamics an
+   :class:`~sgmc.kernels.dynamics.base.Integrator` (a greedy rule an
+   :class:`~sgmc.kernels.coupling.rules.ExchangeRule`), ``check``/``meta``/``init_evals`` answer;
 2. ``jax.jit`` of ``init`` then ``step`` (:data:`T` steps, so periodic work at t = 0 and
    t = 3 and the plain steps between are all run): the state's structure, shapes and dtypes
    are preserved by a step, ``draw`` gives a point shaped like the position, and the
@@ -49,12 +49,12 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc.coupling.rules import ExchangeRule
-from sgmc.dynamics.base import Integrator, StepParams
-from sgmc.estimators.base import GradientEstimator
-from sgmc.kernel import REDUCTIONS, Kernel, check_info
+from sgmc.contracts.kernel import REDUCTIONS, Kernel, check_info
+from sgmc.kernels.coupling.rules import ExchangeRule
+from sgmc.kernels.dynamics.base import Integrator, StepParams
+from sgmc.kernels.estimators.base import GradientEstimator
+from sgmc.kernels.sampler import sgnht
 from sgmc.rng import Rng, record, replay
-from sgmc.sampler import sgnht
 
 N, D, B = 40, 3, 4          # data, dimension, minibatch
 H, FR = 1e-3, 10.0          # step size, friction (FR · H < 1 for the Euler integrators)
@@ -140,7 +140,7 @@ COUPLINGS = {
     # GD×LD: X at τ = 0, Y at τ = 1; the exact objective of both replicas every step.
     "greedy": SimpleNamespace(
         make=lambda s: sgmc.replica_exchange(s, [0.0, 1.0],
-                                             rule=sgmc.coupling.greedy_rule()),
+                                             rule=sgmc.kernels.coupling.greedy_rule()),
         temps=(0.0, 1.0), extra=lambda t: K * N, init_extra=0),
 }
 
@@ -429,4 +429,4 @@ def test_sgld_increment_variance():
 def test_step_params_and_rules_are_exported():
     """The contracts' own types are importable where the docs say (kernel, dynamics, rule)."""
     assert StepParams._fields == ("step_size", "temperature", "t")
-    assert isinstance(sgmc.coupling.greedy_rule(), ExchangeRule)
+    assert isinstance(sgmc.kernels.coupling.greedy_rule(), ExchangeRule)

@@ -1,4 +1,4 @@
-"""Constrained parameters (sgmc.constraints, ``Posterior(constraints=...)``) and batched
+"""Constrained parameters (sgmc.model.constraints, ``Posterior(constraints=...)``) and batched
 likelihoods (``Posterior(batched=True)``).
 
 Correctness against targets known exactly, each chosen so that dropping the Jacobian
@@ -36,7 +36,7 @@ import sgmc
 pytest.importorskip("numpyro")
 from numpyro.distributions import constraints as C
 
-from sgmc.constraints import Constraints
+from sgmc.model.constraints import Constraints
 
 ONE_ROW = jnp.zeros((1, 1))
 MIN_ESS = 200  # prior-only targets: one datum that contributes nothing
@@ -246,7 +246,7 @@ def test_lightweight_saga_is_not_used_on_a_constrained_glm():
     glm = sgmc.models.linear_regression(X, y)
     post = sgmc.Posterior(glm.loglik, glm.logprior, glm.data,
                           constraints=C.interval(-5.0, 5.0))
-    from sgmc.estimators.saga import is_glm
+    from sgmc.kernels.estimators.saga import is_glm
     assert is_glm(glm) and not is_glm(post)
     runs = [sgmc.sample(post, sgmc.sgld(step_size=1e-3, batch_size=4, estimator=est),
                         jnp.zeros(2), num_steps=50, seed=0)

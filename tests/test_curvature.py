@@ -1,4 +1,4 @@
-"""sgmc.curvature against a posterior whose Hessian is known exactly: Bayesian linear
+"""sgmc.tune.curvature against a posterior whose Hessian is known exactly: Bayesian linear
 regression with known noise, ∇²U = XᵀX/σ² + I/s² everywhere (correlated predictors make
 it far from diagonal and badly conditioned)."""
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc import curvature
+from sgmc.tune import curvature
 
 SIGMA, PRIOR_SD = 0.5, 3.0
 

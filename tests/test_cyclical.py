@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc.cyclical import CyclicalSampler, cyclical, exploration_steps
-from sgmc.kernel import KERNEL_MEMBERS, Kernel
+from sgmc.contracts.kernel import KERNEL_MEMBERS, Kernel
+from sgmc.kernels.cyclical import CyclicalSampler, cyclical, exploration_steps
 
 SIGMA = np.array([1.0, 0.7, 1.4, 1.0], np.float32)   # per-coordinate target sd
 MU = np.array([0.5, -1.0, 0.0, 2.0], np.float32)
@@ -479,8 +479,8 @@ def test_cyclical_mixture_quick(tmp_path, capsys):
     every sampler spends the same gradients, the figure is written."""
     import json
 
-    from sgmc.experiments import cyclical_mixture as cm
-    from sgmc.experiments.verdict import check_claim_dict
+    from sgmc.lab.experiments import cyclical_mixture as cm
+    from sgmc.lab.experiments.verdict import check_claim_dict
 
     result = json.loads(json.dumps(cm.run(quick=True, out=str(tmp_path))))
     assert "rule: holds if the effect" in capsys.readouterr().out

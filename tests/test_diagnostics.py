@@ -227,7 +227,7 @@ def test_gaussian_kl_and_w2_vanish_for_large_exact_samples():
 
 
 def test_ewsg_experiment_kl_curve_uses_the_library():
-    from sgmc.experiments import ewsg_gaussian
+    from sgmc.lab.experiments import ewsg_gaussian
 
     draws = np.random.default_rng(9).standard_normal((40, 3, 2))
     mu, sigma = np.array([0.1, 0.0]), np.eye(2) / 4

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc.driver import api
-from sgmc.driver import plan as driver_plan
+from sgmc.run import api
+from sgmc.run import plan as driver_plan
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import sgmc
-from sgmc.estimators import Batcher
+from sgmc.kernels.estimators import Batcher
 
 
 def _draws(batcher, n, steps, seed=0):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc.estimators import Context
+from sgmc.kernels.estimators import Context
 
 
 def _ideal_weights(post, theta, momentum, h, friction, tau):
@@ -154,7 +154,7 @@ def test_ewsg_explicit_near_the_full_gradient_lyapunov_variance(batch_size, grou
     exact 0.05), while SGHMC's subsampling noise inflates it. Measured (500 chains): ratio to
     the prediction 1.13 (b = 1), 1.01 (b = 2, batch), 0.91 (b = 2, slot); SGHMC 1.57 / 1.28,
     each ± 0.01. EWSG's excess must be under half of SGHMC's."""
-    from sgmc.experiments import ewsg_gaussian as eg
+    from sgmc.lab.experiments import ewsg_gaussian as eg
 
     n, h, fr, chains = 20, 0.05, 10.0, 500
     post, mu, _ = eg.problem(n, 0)

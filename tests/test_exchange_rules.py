@@ -1,4 +1,4 @@
-"""Exchange rules as pluggable pieces (:mod:`sgmc.coupling.rules`).
+"""Exchange rules as pluggable pieces (:mod:`sgmc.kernels.coupling.rules`).
 
 - A rule written here in a few lines (swap every pair at every attempt) runs in
   ``replica_exchange`` under ``sgmc.sample`` and ``sgmc.minimize`` with the documented effect:
@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc.coupling import (
+from sgmc.kernels.coupling import (
     Exchange,
     ExchangeContext,
     ExchangeRule,
@@ -31,8 +31,8 @@ from sgmc.coupling import (
     metropolis_rule,
     pair_permutation,
 )
-from sgmc.optimize import Method
 from sgmc.pytree import pytree_dataclass
+from sgmc.run.optimize import Method
 
 
 @pytree_dataclass
@@ -54,7 +54,7 @@ def post():
 def test_a_custom_rule_implements_the_contract():
     assert isinstance(AlwaysSwap(), ExchangeRule)
     assert isinstance(metropolis_rule(), ExchangeRule)
-    assert isinstance(sgmc.coupling.greedy_rule(), ExchangeRule)
+    assert isinstance(sgmc.kernels.coupling.greedy_rule(), ExchangeRule)
 
 
 def test_custom_rule_in_sample(post):

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from sgmc import datasets
-from sgmc.cli import main
-from sgmc.experiments.verdict import check_claim_dict
+from sgmc.lab.cli import main
+from sgmc.lab.experiments.verdict import check_claim_dict
 
 needs_data = pytest.mark.skipif(
     not {"concrete", "pima"} <= set(datasets.available()),
@@ -75,8 +75,8 @@ def test_ewsg_reproductions_use_the_papers_integrator():
     """EWSG paper eq. (3) is explicit Euler–Maruyama: SGHMC and EWSG in ewsg-gaussian (and so
     in the demo's section 2, which takes its samplers from there), ewsg-logistic and
     ewsg-mnist use integrator="explicit"; EWSG's minibatch grouping is the default "batch"."""
-    from sgmc.experiments import ewsg_classification as ec
-    from sgmc.experiments import ewsg_gaussian as eg
+    from sgmc.lab.experiments import ewsg_classification as ec
+    from sgmc.lab.experiments import ewsg_gaussian as eg
 
     tables = [eg.samplers(20), ec.logistic_samplers(), ec.mnist_samplers()]
     for table in tables:
@@ -160,7 +160,7 @@ def test_ewsg_mnist_quick(tmp_path, capsys):
                                                          "not tested in the paper's regime"}
     assert (tmp_path / "ewsg_mnist.png").exists()
     # The CNN rows (the paper's second network) need Flax, the optional extra sgmc[nn].
-    from sgmc.experiments import ewsg_classification as ec
+    from sgmc.lab.experiments import ewsg_classification as ec
 
     if not ec.flax_available():
         assert result["cnn"] is None and "pip install 'sgmc[nn]'" in text
@@ -189,7 +189,7 @@ def test_ewsg_mnist_cnn_parts(monkeypatch):
     import jax.numpy as jnp
     import numpy as np
 
-    from sgmc.experiments import ewsg_classification as ec
+    from sgmc.lab.experiments import ewsg_classification as ec
 
     x = jax.random.normal(jax.random.key(0), (2, 14, 14, 3))
     k = jax.random.normal(jax.random.key(1), (5, 5, 3, 4))
@@ -301,7 +301,7 @@ def test_gdxld_quick(tmp_path, capsys, name):
         assert result["kernel_variance"] == 0.12
         assert rows["SGDxSGLD"]["exchanges"] > 0 and rows["SGD"]["exchanges"] == 0
         assert -0.1 < result["f_hat_star"] < -0.05      # measured −0.0874
-        from sgmc.experiments.gdxld import paper_like_seeds
+        from sgmc.lab.experiments.gdxld import paper_like_seeds
         assert result["weights_seed"] == paper_like_seeds(1)[0]
 
 

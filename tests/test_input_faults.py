@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc.driver import api, preflight
+from sgmc.run import api, preflight
 
 DATA = np.linspace(-1.0, 1.0, 40, dtype=np.float32).reshape(20, 2)
 
@@ -42,7 +42,7 @@ def no_run(monkeypatch):
         raise Started
 
     monkeypatch.setattr(api, "start", start)
-    monkeypatch.setattr(sgmc.optimize, "start", start)
+    monkeypatch.setattr(sgmc.run.optimize, "start", start)
 
 
 # -- item 7: data changed by the cast to the device's dtype ---------------------------------

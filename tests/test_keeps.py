@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc import _store
-from sgmc.driver import plan
+from sgmc.io import store as _store
+from sgmc.run import plan
 from test_checkpoint import interrupt_after
 
 # burn_in 7 is not a multiple of thin 3 (a head block), 200 − 7 = 193 leaves one trailing step.

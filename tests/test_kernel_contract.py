@@ -1,4 +1,4 @@
-"""The driver runs any kernel that meets the written contract (sgmc.kernel.Kernel), and
+"""The driver runs any kernel that meets the written contract (sgmc.contracts.kernel.Kernel), and
 nothing else: a kernel written here from scratch — an exact autoregressive Gaussian sampler
 with a count and a state in its info — runs with chains, thinning, burn-in and checkpoints;
 its info is reduced as its ``info_spec`` declares (checked to fail when every entry is kept
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc.kernel import KERNEL_MEMBERS, Kernel
+from sgmc.contracts.kernel import KERNEL_MEMBERS, Kernel
 from sgmc.pytree import pytree_dataclass, static
 
 RHO = 0.5

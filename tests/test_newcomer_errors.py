@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc import _store
-from sgmc.driver import api, preflight
+from sgmc.io import store as _store
+from sgmc.run import api, preflight
 from test_checkpoint import interrupt_after
 
 D = 30  # parameters of the regression model
@@ -53,7 +53,7 @@ def test_vector_loglik_names_loglik_and_batched(data, nothing_compiled):
             r"datum\) must return a scalar log-likelihood of ONE datum \(one row of the data "
             r"along its leading axis\).*jnp\.sum.*batched=True")) as info:
         _sample(post, jnp.zeros(D))
-    assert isinstance(info.value, sgmc.problem.ModelShapeError)
+    assert isinstance(info.value, sgmc.model.oracle.ModelShapeError)
     with pytest.raises(ValueError, match=r"^loglik returned shape \(30,\)"):
         _sample(post, jnp.zeros(D), num_chains=4)
 

@@ -1,4 +1,4 @@
-"""The gradient noise warm-up measures (sgmc.noise, issue 31 item 1).
+"""The gradient noise warm-up measures (sgmc.tune.noise, issue 31 item 1).
 
 * The top eigenvalue of a noise covariance from m rows in d dimensions, cross-fitted: on
   isotropic rows (true value 1) the plain estimate is about (1 + √(d/m))² (Marchenko–Pastur;
@@ -9,7 +9,7 @@
   distance (in variance) is 1/8 of B at independent draws (within the measurements' SEs,
   common random numbers), B₀ ≈ 0, and B > 0 for every d (before: 0 at the mode for
   d > dense_max, and the rule picked the stability edge).
-* :func:`sgmc.tuning.anchor_decorrelation`'s closed forms against the sums they replace.
+* :func:`sgmc.tune.rules.anchor_decorrelation`'s closed forms against the sums they replace.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc import noise, tuning
-from sgmc import preconditioners as precond
+from sgmc.kernels import preconditioners as precond
+from sgmc.tune import noise
+from sgmc.tune import rules as tuning
 
 
 def _plain_top(rows):

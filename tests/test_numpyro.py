@@ -1,4 +1,4 @@
-"""NumPyro models as problems (``sgmc.Posterior.from_numpyro``, sgmc.numpyro_model).
+"""NumPyro models as problems (``sgmc.Posterior.from_numpyro``, sgmc.model.numpyro).
 
 The oracle is checked against NumPyro's own potential energy (``numpyro.infer.util.
 potential_energy``: −log joint on the unconstrained scale, Jacobians included) on the same

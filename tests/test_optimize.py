@@ -110,7 +110,7 @@ def test_init_forms_and_box_projection():
 def test_box_reflect_folds_at_the_faces():
     """boundary="reflect": hi + a ↦ hi − a, lo − a ↦ lo + a (folded again past 2L); the
     iterates of a hot chain never stick to the faces, as they do under clipping."""
-    from sgmc.coupling import GreedyRule
+    from sgmc.kernels.coupling import GreedyRule
     x = np.array([5.5, -6.0, 16.0, 0.3, 5.0], np.float32)
     np.testing.assert_allclose(GreedyRule.to_box(x, -5.0, 5.0, "reflect"),
                                [4.5, -4.0, -4.0, 0.3, 5.0], atol=1e-6)
@@ -175,7 +175,7 @@ def test_bad_input_names_the_argument(wells):
 
 def test_replica_exchange_rules():
     base = sgmc.sgld(0.1, None, 0.0)
-    rule = sgmc.coupling.greedy_rule(0.0)
+    rule = sgmc.kernels.coupling.greedy_rule(0.0)
     with pytest.raises(ValueError, match="2 replicas"):
         sgmc.replica_exchange(base, [0.0, 1.0, 2.0], rule=rule)
     with pytest.raises(ValueError, match="temperature"):
@@ -214,7 +214,7 @@ def test_greedy_exchange_swaps_or_copies(copy, perm):
     import jax
     import jax.numpy as jnp
 
-    from sgmc.coupling import greedy_rule
+    from sgmc.kernels.coupling import greedy_rule
 
     obj = sgmc.Objective(lambda x: jnp.sum(x ** 2))
     rule = greedy_rule(threshold=0.5, copy=copy)
@@ -231,7 +231,7 @@ def test_greedy_exchange_respects_the_bound():
     import jax
     import jax.numpy as jnp
 
-    from sgmc.coupling import greedy_rule
+    from sgmc.kernels.coupling import greedy_rule
 
     obj = sgmc.Objective(lambda x: jnp.sum(x ** 2))
     pos = jnp.array([[2.0], [1.0]])           # F(Y) < F(X), but ‖X‖ = 2

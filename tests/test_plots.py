@@ -125,7 +125,7 @@ def test_plot_bad_input(run):
 
 
 def test_experiments_share_the_figure_helpers():
-    from sgmc.experiments import _plot
+    from sgmc.lab.experiments import _plot
 
     assert _plot.pyplot is plots.pyplot and _plot.save is plots.save
 

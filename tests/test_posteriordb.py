@@ -1,10 +1,10 @@
 """sgmc on the five posteriordb posteriors, through ``sgmc.Posterior.from_numpyro``, against
 Stan's NUTS reference draws (issue 19, item 5).
 
-Each posterior's NumPyro model (:data:`sgmc.experiments.posteriordb.MODELS`) is sampled by SGHMC
+Each posterior's NumPyro model (:data:`sgmc.lab.experiments.posteriordb.MODELS`) is sampled by SGHMC
 with the second-order splitting integrator; every parameter of the reference (Stan's names,
 vectors elementwise, eight schools' ``theta`` from the model's deterministic site) is compared
-with :func:`sgmc.experiments.posteriordb.compare`: ``z = (mean - mean_ref) / sd_ref`` and
+with :func:`sgmc.lab.experiments.posteriordb.compare`: ``z = (mean - mean_ref) / sd_ref`` and
 ``r = sd / sd_ref``, each with its Monte Carlo SE (SE(mean) = sd / sqrt(ESS), ESS by ArviZ,
 for the sgmc draws and for the 10 x 1000 reference draws alike; SE(sd) by the delta method).
 
@@ -50,7 +50,7 @@ Default (CI) set: eight schools and earnings (SVRG minibatches); the other three
 ``slow`` (``python -m pytest -m slow tests/test_posteriordb.py``).
 
 The Jacobian: with the log-Jacobian of the constraining transforms dropped from the adapter
-(src/sgmc/numpyro_model.py, the ``_NAME_log_det`` factor times 0; a local edit, checked once on
+(src/sgmc/model/numpyro.py, the ``_NAME_log_det`` factor times 0; a local edit, checked once on
 2026-11-25), the sampling test fails on eight schools (``theta[0]``: z = -0.26 and sd ratio
 0.57 against tolerances of ~0.09; 8 rows cannot outweigh the factor tau) and on mesquite
 (sigma: z = -0.109 against 0.094), and passes on earnings, kidiq and sblri: there the
@@ -74,7 +74,7 @@ import scipy.optimize
 from jax.flatten_util import ravel_pytree
 
 import sgmc
-from sgmc.experiments import posteriordb as pdb
+from sgmc.lab.experiments import posteriordb as pdb
 from test_posteriordb_models import _stan_log_density, _unconstrained_points, needs_posteriordb
 
 K_SE = 4.0

@@ -1,4 +1,4 @@
-"""sgmc.experiments.posteriordb: the five posteriordb posteriors as NumPyro models are Stan's.
+"""sgmc.lab.experiments.posteriordb: the five posteriordb posteriors as NumPyro models are Stan's.
 
 Two checks, both against ../shared/data/posteriordb (skipped when it is absent):
 
@@ -12,7 +12,7 @@ Two checks, both against ../shared/data/posteriordb (skipped when it is absent):
 
 2. Sampling: NumPyro's NUTS (2 chains x (1000 warm-up + 2000 draws), sequential, seed 0,
    64-bit) against the 10 x 1000 Stan reference draws, per scalar parameter
-   (:func:`sgmc.experiments.posteriordb.compare`):
+   (:func:`sgmc.lab.experiments.posteriordb.compare`):
 
    * ``z = (mean_nuts - mean_ref) / sd_ref`` must satisfy ``|z| <= 4 SE(z)``, where
      ``SE(z) = sqrt(SE_nuts^2 + SE_ref^2) / sd_ref`` and ``SE = sd / sqrt(ESS_mean)`` for each
@@ -27,7 +27,7 @@ Two checks, both against ../shared/data/posteriordb (skipped when it is absent):
    exceeded by chance with probability ~80 x 6e-5 = 0.5% per (seeded, so reproducible) run.
    SE(z) is about 0.02-0.04 here (ESS ~ 2000-4000 for NUTS, ~10000 for the reference), so
    the check resolves a shift of ~0.1-0.15 posterior sd. Found with seed 0 (64-bit):
-   max |z| per posterior in the module docstring of sgmc.experiments.posteriordb.
+   max |z| per posterior in the module docstring of sgmc.lab.experiments.posteriordb.
 
    The check can fail: ``test_nuts_check_rejects_a_wrong_prior`` runs it on eight schools with
    ``mu ~ normal(0, 10)`` instead of ``normal(0, 5)`` and requires a failure (mu's z is
@@ -52,7 +52,7 @@ from numpyro.infer import MCMC, NUTS
 from numpyro.infer.util import potential_energy
 from scipy import stats
 
-from sgmc.experiments import posteriordb as pdb
+from sgmc.lab.experiments import posteriordb as pdb
 
 _FOLDER = pdb.data_folder()
 needs_posteriordb = pytest.mark.skipif(

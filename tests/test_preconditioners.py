@@ -1,4 +1,4 @@
-"""Constant preconditioners (:mod:`sgmc.preconditioners`): their algebra, and SGLD / SGHMC
+"""Constant preconditioners (:mod:`sgmc.kernels.preconditioners`): their algebra, and SGLD / SGHMC
 (every integrator, the variance-reduced and EWSG estimators, replica exchange) run with them
 against the exact posterior of a badly conditioned, correlated linear regression.
 
@@ -24,7 +24,7 @@ from linear_gaussian import (
     moment_check,
     predicted_cov,
 )
-from sgmc import preconditioners as pc
+from sgmc.kernels import preconditioners as pc
 
 # ---------------------------------------------------------------------------------------------
 # Algebra

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc import _store
+from sgmc.io import store as _store
 from sgmc.result import pool_moments
 from test_checkpoint import interrupt_after
 from test_keeps import Alternating
@@ -121,7 +121,7 @@ def test_predictive_through_a_resume(tmp_path, monkeypatch, store):
             sgmc.sample(problem(), kernel(), INIT, **args, checkpoint=path, checkpoint_every=48)
         monkeypatch.undo()
     else:  # nothing is stored: stop the run at its second checkpoint instead
-        from sgmc.driver import run as run_mod
+        from sgmc.run import run as run_mod
 
         save, calls = run_mod.Run.save_checkpoint, []
 
@@ -136,7 +136,7 @@ def test_predictive_through_a_resume(tmp_path, monkeypatch, store):
         with pytest.raises(KeyboardInterrupt):
             sgmc.sample(problem(), kernel(), INIT, **args, checkpoint=path, checkpoint_every=48)
         monkeypatch.undo()
-    header, _ = sgmc.checkpoint.read(path)
+    header, _ = sgmc.io.checkpoint.read(path)
     assert 0 < header["t0"] < RUN["num_steps"]
     with pytest.raises(sgmc.CheckpointError, match="predict"):
         sgmc.resume(path, problem(), kernel())

@@ -113,7 +113,7 @@ def _assert_same_draws(a: Any, b: Any) -> None:
 
 def _by_name(tree: Any, names: list[str]) -> dict[str, np.ndarray]:
     """The leaves of ``tree`` under the expected names, matched through their key paths."""
-    from sgmc._serial import leaf_names
+    from sgmc.io.serial import leaf_names
 
     return dict(zip(leaf_names(tree), jax.tree.leaves(tree), strict=True))
 
@@ -174,7 +174,7 @@ def test_checkpoint_and_resume_with_a_template(case, tmp_path):
     path = tmp_path / "run.ckpt"
     smp = sgmc.sgld(1e-3, batch_size=8)
     sgmc.sample(post, smp, init, checkpoint=path, checkpoint_every=6, draws_per_block=2, **RUN)
-    assert sgmc.checkpoint.read(f"{path}.prev")[0]["t0"] == 6  # resumed mid-run
+    assert sgmc.io.checkpoint.read(f"{path}.prev")[0]["t0"] == 6  # resumed mid-run
     with pytest.raises(sgmc.CheckpointError, match="pass like=init"):
         sgmc.resume(f"{path}.prev", post, smp)
     again = sgmc.resume(f"{path}.prev", post, smp, like=init)
@@ -209,7 +209,7 @@ def test_checkpoint_positions_rebuilt_from_a_template(case):
     description names every leaf; without a template it cannot be rebuilt (a
     CheckpointError saying to pass ``like=init``), with one it is, shapes and dtypes from
     the checkpoint."""
-    from sgmc.driver.checkpoint import position_spec, position_template
+    from sgmc.run.snapshot import position_spec, position_template
 
     _, init, _, _, names = case
     positions = jax.tree.map(lambda x: jnp.stack([x, x + 1]), init)

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 import sgmc
-from sgmc.coupling import log_swap_ratio, round_trips
+from sgmc.kernels.coupling import log_swap_ratio, round_trips
 
 BARRIER, TILT = 5.0, 0.3
 

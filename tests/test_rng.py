@@ -1,4 +1,4 @@
-"""Randomness drawn ahead of the steps (sgmc.rng, sgmc.driver.loop): record, then replay.
+"""Randomness drawn ahead of the steps (sgmc.rng, sgmc.run.loop): record, then replay.
 
 A step run in replay mode on the draws it recorded is the step run live (the same
 ``jax.random`` calls on the same keys); a run's draws do not depend on how many steps'
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc.driver import loop
 from sgmc.rng import Rng, record, replay
+from sgmc.run import loop
 
 N, D = 200, 3
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc import checkpoint
+from sgmc.io import checkpoint
 
 DATA = np.linspace(-1.0, 1.0, 40, dtype=np.float32).reshape(20, 2)
 RUN = dict(num_steps=20, num_chains=2, thin=2, seed=3, draws_per_block=2,
@@ -43,7 +43,7 @@ def _sampler():
 
 def _interrupted_checkpoint(tmp_path, problem, sampler, monkeypatch, after=3, **run):
     """A checkpoint of an unfinished run (Ctrl-C after ``after`` blocks)."""
-    from sgmc import _store
+    from sgmc.io import store as _store
 
     path = tmp_path / "run.ckpt"
     append, calls = _store.MemorySink.append, []
@@ -205,7 +205,7 @@ def test_minimize_names_the_diverged_replica_of_a_coupled_method():
 @pytest.fixture
 def tiny_block_seconds(monkeypatch):
     """Every default block 'takes too long': after the first, blocks are cut to one draw."""
-    from sgmc.driver import api
+    from sgmc.run import api
     monkeypatch.setattr(api, "BLOCK_SECONDS", 1e-9)
 
 

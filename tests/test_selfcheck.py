@@ -1,8 +1,8 @@
-"""Warm-up's self-check (sgmc.selfcheck, issue 31 items 2 and 4).
+"""Warm-up's self-check (sgmc.tune.selfcheck, issue 31 items 2 and 4).
 
 * **Coupled pilots keep each sampler's law.** On a standard Gaussian with exact gradients the
   splitting integrator's stationary variance is x/sinh x of the target's, x = Dh/2 (its
-  closed form, :func:`sgmc.tuning.inflation`); the coarse pilot (h) and the fine one (h/2)
+  closed form, :func:`sgmc.tune.rules.inflation`); the coarse pilot (h) and the fine one (h/2)
   must each show theirs: pooled variance over 64 chains × 200 draws (SE ≈ 0.01), tolerance
   4 SE. The coupling is what makes the check cheap: the two pilots' draws are correlated
   (> 0.9 here), and with the coupling broken (independent noise) they are not.
@@ -25,10 +25,11 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc import selfcheck, tuning
 from sgmc.pytree import replace
 from sgmc.rng import Tape
 from sgmc.schedules import as_schedule
+from sgmc.tune import rules as tuning
+from sgmc.tune import selfcheck
 
 D = 4
 

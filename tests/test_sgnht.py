@@ -1,4 +1,5 @@
-"""SGNHT (:func:`sgmc.sampler.sgnht`, :mod:`sgmc.dynamics.nosehoover`) against exact answers.
+"""SGNHT (:func:`sgmc.kernels.sampler.sgnht`, :mod:`sgmc.kernels.dynamics.nosehoover`) against
+exact answers.
 
 **The prediction.** On a Gaussian target U(θ) = ½(θ − μ)ᵀΛ(θ − μ) a step with the thermostat
 held at ξ is linear in the centred state (θ, p):
@@ -22,7 +23,7 @@ whose noise is exactly isotropic, independent of θ and known: per-datum energie
 ½κ‖θ − x_i‖² with data x_i centred and whitened to covariance s²I, so that the uniform
 estimate with replacement has noise of variance B = (N²/n) κ² s² in every coordinate.
 SGHMC with friction D that ignores the noise inflates the variance by
-g = 1 + hB/(2Dτ) (exactly: ``sgmc.tuning.inflation("euler", h, λ, τ, D, B)``), here 2.
+g = 1 + hB/(2Dτ) (exactly: ``sgmc.tune.rules.inflation("euler", h, λ, τ, D, B)``), here 2.
 SGNHT with A = D at the same h raises ξ to ξ* ≈ A + hB/(2τ) and samples within its small
 known bias. The variance ratio Var(θ)λ/τ is estimated from 32 independent chains; its
 standard error is the spread of the 32 chain means / √32 (the coordinates share ξ and are
@@ -46,11 +47,11 @@ from scipy.optimize import brentq, fsolve
 
 import sgmc
 from linear_gaussian import gradient_noise_cov, moment_check
-from sgmc import _store
-from sgmc.dynamics import NoseHoover, NoseHooverState
-from sgmc.dynamics.base import Integrator
+from sgmc.io import store as _store
+from sgmc.kernels.dynamics import NoseHoover, NoseHooverState
+from sgmc.kernels.dynamics.base import Integrator
+from sgmc.kernels.sampler import sgnht
 from sgmc.rng import record
-from sgmc.sampler import sgnht
 from test_checkpoint import interrupt_after
 
 # The Gaussian posterior of (a) and (c): precision eigenvalues 2.4 … 5.3, minibatch noise
@@ -132,7 +133,7 @@ def test_one_step_is_algorithm_2(thermostat, precondition):
     cov = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, -0.2], [0.0, -0.2, 0.5]])
     L = np.linalg.cholesky(cov) if precondition else np.eye(3)
     kernel = sgnht(h, diffusion=a, temperature=tau, thermostat=thermostat,
-                   preconditioner=sgmc.preconditioners.dense(cov) if precondition else None)
+                   preconditioner=sgmc.kernels.preconditioners.dense(cov) if precondition else None)
     theta, q = np.array([0.5, -1.0, 2.0]), np.array([1.0, -2.0, 0.5])
     xi = np.array([0.3, 1.2, 2.5]) if thermostat == "diagonal" else np.float64(0.8)
     state = kernel.init(post, jnp.asarray(theta, jnp.float32), jax.random.key(0))
@@ -186,7 +187,7 @@ def test_preconditioned_stiff_posterior():
     mu, sigma = sgmc.models.linear_regression_posterior(X, y)
     post = sgmc.models.linear_regression(X, y)
     h, a = 0.1, 2.0
-    sampler = sgnht(h, diffusion=a, preconditioner=sgmc.preconditioners.dense(sigma))
+    sampler = sgnht(h, diffusion=a, preconditioner=sgmc.kernels.preconditioners.dense(sigma))
     res = sgmc.sample(post, sampler, init=jnp.asarray(mu, jnp.float32), num_steps=4_000,
                       num_chains=16, burn_in=500, thin=5, seed=2)
     _, pred = predict(np.linalg.inv(sigma), np.zeros((3, 3)), h, a,
@@ -232,7 +233,7 @@ def test_thermostat_absorbs_unknown_gradient_noise():
 
     hmc = sgmc.sample(problem, sgmc.sghmc(h, friction=a, batch_size=batch), **run)
     v_hmc, se_hmc = _variance_ratio(hmc, lam)
-    pred_hmc = sgmc.tuning.inflation("euler", h, lam, tau, a, noise)
+    pred_hmc = sgmc.tune.rules.inflation("euler", h, lam, tau, a, noise)
     assert pred_hmc > 1.9
     # SGHMC is where the theory puts it, and far (many SE) from the target.
     assert abs(v_hmc - pred_hmc) < 4 * se_hmc, (v_hmc, se_hmc, pred_hmc)

@@ -1,7 +1,7 @@
 """Is a run stationary? (issue 31, item 3.)
 
 Every kept draw records its energy, log prior and minibatch log-likelihood
-(``res.info``, :mod:`sgmc.driver.stats`), and ``sgmc.sample`` ends with the drift test of
+(``res.info``, :mod:`sgmc.run.stats`), and ``sgmc.sample`` ends with the drift test of
 :mod:`sgmc.stationarity`: an ``sgmc.SamplingWarning`` when they are not stationary.
 
 * the drift statistic on synthetic traces: z ~ N(0, 1) on a stationary AR(1) trace, a trend
@@ -30,8 +30,8 @@ from scipy import stats
 
 import sgmc
 from linear_gaussian import predicted_cov
-from sgmc import _store
 from sgmc import stationarity as st
+from sgmc.io import store as _store
 from sgmc.models.linear import linear_regression_posterior, synthetic_linear_data
 from test_checkpoint import interrupt_after
 
@@ -251,7 +251,7 @@ def test_silent_on_a_posteriordb_regression_sampled_right():
     # kidiq (N = 434): the tuned full-batch SGHMC of tests/test_warmup_posteriordb.py, 10,000
     # kept steps after 2,000 of burn-in, matches Stan's reference (|z| ≤ 0.1, |r − 1| ≤ 0.1)
     # and is silent (measured: largest z = 1.8 against 3.71). About 35 s, the warm-up 24 s.
-    from sgmc.experiments import warmup_comparison as wc
+    from sgmc.lab.experiments import warmup_comparison as wc
     from test_posteriordb_models import needs_posteriordb
 
     if needs_posteriordb.args[0]:

@@ -29,8 +29,9 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc import _store, checkpoint
-from sgmc.driver import run as run_mod
+from sgmc.io import checkpoint
+from sgmc.io import store as _store
+from sgmc.run import run as run_mod
 
 DATA = np.linspace(-1.0, 1.0, 40, dtype=np.float32).reshape(20, 2)
 # Blocks of 10 draws of one step: block k ends at step 10 (k + 1). Three chains: an init of

@@ -1,4 +1,4 @@
-"""The SVRG-HMC reproductions' protocol (sgmc.experiments.svrg_hmc / svrg_hmc_bnn), unit-sized:
+"""The SVRG-HMC reproductions' protocol (sgmc.lab.experiments.svrg_hmc / svrg_hmc_bnn), unit-sized:
 passes of sampling exclude the initial snapshot/table pass, the samplers start from p₀ = 0,
 the step grid reaches past the Euler stability limit and a diverging grid point is recorded,
 not raised; the BNN's evaluation accounting."""
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from sgmc import models
-from sgmc.experiments import svrg_hmc as S
-from sgmc.experiments import svrg_hmc_bnn as B
+from sgmc.lab.experiments import svrg_hmc as S
+from sgmc.lab.experiments import svrg_hmc_bnn as B
 
 N, D = 200, 3
 
@@ -115,7 +115,7 @@ def test_bnn_evaluation_accounting():
 # --- the demo's SVRG-HMC section ------------------------------------------------------------
 
 def test_moment_error_penalises_a_chain_that_does_not_move():
-    from sgmc.demo import _moment_errors
+    from sgmc.lab.demo import _moment_errors
 
     mu, sd = np.array([1.0, -2.0]), np.array([0.5, 2.0])
     frozen = np.broadcast_to(mu, (1, 100, 2))  # a warm start that never moves
@@ -131,7 +131,7 @@ def test_demo_section_judges_at_passes_of_sampling_from_the_mode(monkeypatch, tm
     taken ~K/2 steps there (with the snapshot counted it had taken ~1)."""
     pytest.importorskip("arviz")
     pytest.importorskip("matplotlib")
-    from sgmc import demo
+    from sgmc.lab import demo
 
     settings = dict(demo._svrg_settings(True), N=500, chains=2, draws=20, passes=2.0)
     monkeypatch.setattr(demo, "_svrg_settings", lambda quick: settings)

@@ -5,7 +5,7 @@ With exact energies U₁, U₂ the swap of an adjacent pair is accepted with pro
 
     min(1, exp(a (U₁ − U₂) − a² σ̂² / (2F))),   a = 1/τ₁ − 1/τ₂
 
-(VR-reSGLD Alg. 1–2 with the a²σ²/2 convention of :mod:`sgmc.coupling.replica`); σ̂² is set
+(VR-reSGLD Alg. 1–2 with the a²σ²/2 convention of :mod:`sgmc.kernels.coupling.replica`); σ̂² is set
 in the state by hand, so the correction is checked exactly as ``_swap`` applies it. The
 cases include τ₁ ≠ 1, where 1/τ and 1/τ² differ, and σ̂² > 0 with F ≠ 1.
 """
@@ -82,7 +82,7 @@ def test_swap_towards_lower_energy_is_certain_without_noise(problem):
 
 def test_log_swap_ratio_formula():
     a, diff, var, f = 0.3, 1.7, 4.0, 2.0
-    got = float(sgmc.coupling.log_swap_ratio(jnp.float32(a), jnp.float32(diff),
+    got = float(sgmc.kernels.coupling.log_swap_ratio(jnp.float32(a), jnp.float32(diff),
                                              jnp.float32(var), jnp.float32(f)))
     np.testing.assert_allclose(got, a * (diff - a * var / (2 * f)), rtol=1e-6)
 

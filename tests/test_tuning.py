@@ -1,4 +1,4 @@
-"""sgmc.tuning: the stationary variance of each integrator on a quadratic energy, checked
+"""sgmc.tune.rules: the stationary variance of each integrator on a quadratic energy, checked
 against closed forms, scipy's Lyapunov solver, sgmc's own samplers and a direct simulation
 of the update rules with gradient noise; the step-size rule and argument validation."""
 
@@ -10,8 +10,8 @@ import pytest
 from scipy.linalg import solve_discrete_lyapunov
 
 import sgmc
-from sgmc import tuning
-from sgmc.tuning import DYNAMICS, friction_rule, inflation, largest_step
+from sgmc.tune import rules as tuning
+from sgmc.tune.rules import DYNAMICS, friction_rule, inflation, largest_step
 
 SGHMC = ("euler", "explicit", "splitting")
 
@@ -114,7 +114,7 @@ def test_inflation_matches_sgmc_samplers(dynamics, d, h):
 # -- 3. gradient noise: the update rules simulated directly ---------------------------------
 
 def _simulate(dynamics, h, lam, tau, d, b, chains=2000, steps=3000, burn=300, seed=0):
-    """θ draws (chains, steps − burn) of the update rules of sgmc.dynamics, written out
+    """θ draws (chains, steps − burn) of the update rules of sgmc.kernels.dynamics, written out
     step by step (not through A and v), with gradient λθ + ε, ε ~ N(0, B)."""
     rng = np.random.default_rng(seed)
     theta = np.zeros(chains)

@@ -20,7 +20,7 @@ from linear_gaussian import (
     moment_check,
     predicted_cov,
 )
-from sgmc.estimators import Context
+from sgmc.kernels.estimators import Context
 
 N, D, B = 10_000, 5, 10
 K = N // B

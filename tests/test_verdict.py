@@ -1,4 +1,4 @@
-"""The one verdict rule (sgmc.experiments.verdict): holds only beyond 2 SE."""
+"""The one verdict rule (sgmc.lab.experiments.verdict): holds only beyond 2 SE."""
 
 import json
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from sgmc.experiments import verdict as V
+from sgmc.lab.experiments import verdict as V
 
 
 @pytest.mark.parametrize("effect, se, expected", [

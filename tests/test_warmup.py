@@ -5,7 +5,7 @@ estimator and replica exchange.
 What is checked, and the tolerance
 ----------------------------------
 
-The rule warmup applies (:mod:`sgmc.tuning`) chooses the step size so that the stationary
+The rule warmup applies (:mod:`sgmc.tune.rules`) chooses the step size so that the stationary
 variance of the sampler, predicted exactly for a Gaussian target with Gaussian gradient noise
 of variance ≤ B in every whitened direction, lies within 1 ± 0.1 of the posterior's in every
 direction. So along each principal axis u_j of the exact posterior covariance Σ (eigenvalue
@@ -20,7 +20,8 @@ exact here), so per-chain estimates are independent: SE = sd over chains / √C.
 |v_j − 1| ≤ 0.1 + 4 SE(v_j) and |z_j| ≤ 4 SE(z_j). Each test checks d = 4 axes; a 4-SE
 normal excursion has probability 6e-5 each.
 
-Guarded: with the gradient noise left out of the rule (``sgmc.noise.model_of`` returning 0; checked
+Guarded: with the gradient noise left out of the rule (``sgmc.tune.noise.model_of``
+returning 0; checked
 once by monkeypatching, 2026-11-25) SGLD with uniform minibatches inflates the variance ~4-fold
 and ``test_tuned_samplers_meet_the_budget[sgld-uniform]`` and ``[sghmc-uniform]`` fail; with
 the dense preconditioner's Lᵀ dropped (``Dense.scale_t`` as the identity) all six cases of
@@ -38,7 +39,7 @@ import pytest
 
 import sgmc
 
-noise_module = importlib.import_module("sgmc.noise")
+noise_module = importlib.import_module("sgmc.tune.noise")
 
 D, N, COND, CHAINS = 4, 1000, 1e4, 48
 
@@ -110,7 +111,7 @@ def test_untuned_isotropic_sampler_fails_the_same_budget():
     """The contrast: SGHMC at the old advice h·√λ_max = 1e-3, D = √λ_min, no
     preconditioner, the same steps from the same starts, stays far from the flat axes'
     variance (the stiff axes mix, the flat ones barely move)."""
-    lam_min, lam_max = sgmc.curvature.extreme_eigenvalues(POST, jnp.asarray(MEAN, jnp.float32),
+    lam_min, lam_max = sgmc.tune.curvature.extreme_eigenvalues(POST, jnp.asarray(MEAN, jnp.float32),
                                                           num_iters=D)
     sampler = sgmc.sghmc(1e-3 / np.sqrt(lam_max), friction=np.sqrt(lam_min), batch_size=50)
     _, start = sgmc.warmup(POST, sgmc.sghmc(batch_size=50), jnp.zeros(D), check=False,

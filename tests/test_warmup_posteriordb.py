@@ -1,7 +1,7 @@
 """Warm-up without a hand-chosen step size matches trusted answers; the old hand rule does not,
 at the same cost (issue 20, item 3; docs/tuning.md).
 
-Each case runs :func:`sgmc.experiments.warmup_comparison.run_case`: ``sgmc.warmup`` on SGHMC
+Each case runs :func:`sgmc.lab.experiments.warmup_comparison.run_case`: ``sgmc.warmup`` on SGHMC
 (splitting integrator; step size and friction unset), then 10,000 sampling steps x 4 chains
 from the warm-up's mode; against it, the isotropic sampler at the old advice of
 docs/getting-started.md (SGHMC ``h = 1e-3 / sqrt(λ_max)``, ``D = sqrt(λ_min)``; SGLD
@@ -11,13 +11,13 @@ chains and the same total data passes (the tuned run's warm-up plus sampling pas
 Criterion, on the second half of each run, for every scalar parameter:
 ``|z| = |mean − mean_ref| / sd_ref ≤ 0.1`` and ``|sd / sd_ref − 1| ≤ 0.1``. It is honest only if
 the Monte Carlo error is well below 0.1: the test also requires every SE(z) and SE(r) (reference
-error included, :func:`sgmc.experiments.posteriordb.compare`) to be ≤ 0.04, so 0.1 is at least
+error included, :func:`sgmc.lab.experiments.posteriordb.compare`) to be ≤ 0.04, so 0.1 is at least
 2.5 SE (the runs give SE(z) 0.015-0.035, SE(r) 0.01-0.025). The tuned runs' worst |r − 1| is
 mostly warm-up's own predicted deflation (budget 10 %: the splitting integrator at its step
 shrinks the variance ~5 % in practice), the rest Monte Carlo error.
 
 The untuned run must fail the same criterion (at least one parameter outside), both judged by
-the verdict rule too (:func:`sgmc.experiments.warmup_comparison.claims`). Each case takes
+the verdict rule too (:func:`sgmc.lab.experiments.warmup_comparison.claims`). Each case takes
 15–30 s on 2 cores; all run by default.
 """
 
@@ -28,8 +28,8 @@ import functools
 import numpy as np
 import pytest
 
-from sgmc.experiments import verdict as V
-from sgmc.experiments import warmup_comparison as wc
+from sgmc.lab.experiments import verdict as V
+from sgmc.lab.experiments import warmup_comparison as wc
 from test_posteriordb_models import needs_posteriordb
 
 MAX_SE = 0.04

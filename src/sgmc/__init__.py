@@ -8,25 +8,23 @@ A sampler is a composition problem × estimator × dynamics × coupling (docs/ar
 ...                   init=jnp.zeros(5), num_steps=10_000, num_chains=4)  # doctest: +SKIP
 """
 
-from . import (
-    coupling,
-    curvature,
+from sgmc import (
+    contracts,
     datasets,
     diagnostics,
+    io,
+    kernels,
     metrics,
+    model,
     models,
     objectives,
     plots,
-    preconditioners,
+    run,
     schedules,
     stationarity,
-    tuning,
+    tune,
 )
-from .constraints import Constraints
-from .coupling import cv_energy, exact_energy, geometric_ladder, minibatch_energy, replica_exchange
-from .cyclical import cyclical
-from .driver import resume, sample
-from .errors import (
+from sgmc.errors import (
     CheckpointError,
     DataError,
     DivergenceError,
@@ -34,25 +32,78 @@ from .errors import (
     SamplingWarning,
     StorageError,
 )
-from .estimators import control_variate, ewsg, saga, svrg, uniform
-from .numpyro_model import NumPyroPosterior
-from .optimize import OptimizeResult, gd, gd_x_ld, ld, minimize, sgd, sgd_x_sgld, sgld_opt
-from .problem import Objective, Posterior
-from .result import Result
-from .sampler import psgld, sghmc, sgld, sgnht
-from .streaming import Stream
-from .warmup import warmup
+from sgmc.kernels.coupling import (
+    cv_energy,
+    exact_energy,
+    geometric_ladder,
+    minibatch_energy,
+    replica_exchange,
+)
+from sgmc.kernels.cyclical import cyclical
+from sgmc.kernels.estimators import control_variate, ewsg, saga, svrg, uniform
+from sgmc.kernels.sampler import psgld, sghmc, sgld, sgnht
+from sgmc.model.constraints import Constraints
+from sgmc.model.numpyro import NumPyroPosterior
+from sgmc.model.oracle import Objective, Posterior
+from sgmc.model.stream import Stream
+from sgmc.result import Result
+from sgmc.run import resume, sample
+from sgmc.run.optimize import OptimizeResult, gd, gd_x_ld, ld, minimize, sgd, sgd_x_sgld, sgld_opt
+from sgmc.tune.warmup import warmup
 
 __version__ = "0.1.0"
 
-__all__ = ["CheckpointError", "Constraints", "DataError", "DivergenceError", "Interrupted",
-           "NumPyroPosterior", "Objective",
-           "OptimizeResult", "Posterior", "Result", "SamplingWarning", "StorageError", "Stream",
-           "control_variate",
-           "coupling", "curvature", "cv_energy", "cyclical", "datasets", "diagnostics", "ewsg",
-           "exact_energy", "gd", "gd_x_ld", "geometric_ladder", "ld",
-           "metrics", "minibatch_energy", "minimize", "models", "objectives", "plots",
-           "preconditioners", "psgld",
-           "replica_exchange", "resume", "saga", "sample", "schedules", "sgd", "sgd_x_sgld",
-           "sghmc", "sgld", "sgld_opt", "sgnht", "stationarity", "svrg", "tuning", "uniform",
-           "warmup"]
+__all__ = [
+    "CheckpointError",
+    "Constraints",
+    "DataError",
+    "DivergenceError",
+    "Interrupted",
+    "NumPyroPosterior",
+    "Objective",
+    "OptimizeResult",
+    "Posterior",
+    "Result",
+    "SamplingWarning",
+    "StorageError",
+    "Stream",
+    "contracts",
+    "control_variate",
+    "cv_energy",
+    "cyclical",
+    "datasets",
+    "diagnostics",
+    "ewsg",
+    "exact_energy",
+    "gd",
+    "gd_x_ld",
+    "geometric_ladder",
+    "io",
+    "kernels",
+    "ld",
+    "metrics",
+    "minibatch_energy",
+    "minimize",
+    "model",
+    "models",
+    "objectives",
+    "plots",
+    "psgld",
+    "replica_exchange",
+    "resume",
+    "run",
+    "saga",
+    "sample",
+    "schedules",
+    "sgd",
+    "sgd_x_sgld",
+    "sghmc",
+    "sgld",
+    "sgld_opt",
+    "sgnht",
+    "stationarity",
+    "svrg",
+    "tune",
+    "uniform",
+    "warmup",
+]

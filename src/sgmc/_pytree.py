@@ -1,5 +1,5 @@
 """The old private name of :mod:`sgmc.pytree` (kept for imports inside the package)."""
 
-from .pytree import pytree_dataclass, replace, static
+from sgmc.pytree import pytree_dataclass, replace, static
 
 __all__ = ["pytree_dataclass", "replace", "static"]

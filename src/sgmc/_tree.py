@@ -7,7 +7,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from .rng import Rng
+from sgmc.rng import Rng
 
 PyTree = Any
 

@@ -31,9 +31,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from . import _validate as check
-from ._optional import arviz
-from .metrics import classification_metrics, predictions, regression_metrics, running_average
+from sgmc import _validate as check
+from sgmc._optional import arviz
+from sgmc.metrics import classification_metrics, predictions, regression_metrics, running_average
 
 __all__ = ["classification_metrics", "empirical_w2_1d", "ess", "flatten_draws", "gaussian_kl",
            "gaussian_w2", "ksd", "normal_kl", "normal_w2", "predictions", "regression_metrics",
@@ -45,7 +45,7 @@ PyTree = Any
 # -- draws as a matrix ---------------------------------------------------------------------
 def _leading_axis_tree(samples: PyTree) -> PyTree:
     """``samples`` as a pytree whose leaves all share one leading draw axis."""
-    from .result import Result
+    from sgmc.result import Result
 
     if isinstance(samples, Result):
         if samples.has_replica_axis():
@@ -98,7 +98,7 @@ def flatten_draws(samples: PyTree, name: str = "samples"
 def _idata(result):
     az = arviz()
 
-    from .result import Result
+    from sgmc.result import Result
 
     if isinstance(result, Result):
         return result.to_arviz()
@@ -135,7 +135,7 @@ def rhat(result) -> dict[str, np.ndarray]:
 def score_function(problem, temperature: float = 1.0) -> Callable[[PyTree], PyTree]:
     """θ ↦ ∇ log p(θ) = −∇U(θ)/τ for an :class:`sgmc.Posterior` or :class:`sgmc.Objective`
     (the target exp(−U/τ)), with the full-data gradient computed in chunks."""
-    from .problem import Problem
+    from sgmc.model.oracle import Problem
 
     if not isinstance(problem, Problem):
         raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
@@ -155,7 +155,7 @@ def score_function(problem, temperature: float = 1.0) -> Callable[[PyTree], PyTr
 def _scores(score, x: np.ndarray, unravel, batch: int) -> np.ndarray:
     """The (n, d) matrix of scores at the draws, from an array, a pytree, a problem or a
     callable (evaluated compiled, ``batch`` draws at a time)."""
-    from .problem import Problem
+    from sgmc.model.oracle import Problem
 
     n, d = x.shape
     if isinstance(score, Problem):
@@ -271,7 +271,7 @@ def ksd(samples: PyTree, score, *, c: float = 1.0, beta: float = -0.5,
         chunk = int(np.clip(2 ** 21 // n, 8, 1024))
     if statistic == "u" and n < 2:
         raise ValueError("the U-statistic needs at least 2 draws")
-    from .problem import Problem
+    from sgmc.model.oracle import Problem
 
     if not (callable(score) or isinstance(score, Problem) or hasattr(score, "shape")
             or isinstance(score, (dict, list, tuple))):
@@ -416,7 +416,7 @@ def success_probability(opt, *, tol: float, f_star: float | None = None,
     ``x_star``; needs ``minimize(..., record_path=True)``). Non-finite values never count.
     With ``cumulative=True``: the fraction that has succeeded at some recorded point so far.
     """
-    from .optimize import OptimizeResult
+    from sgmc.run.optimize import OptimizeResult
 
     if not isinstance(opt, OptimizeResult):
         raise TypeError(f"opt must be an sgmc.OptimizeResult, got {type(opt).__name__}")

@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import _validate as check
+from sgmc import _validate as check
 
 __all__ = ["classification_metrics", "predictions", "regression_metrics", "running_average"]
 

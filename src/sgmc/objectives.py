@@ -17,8 +17,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from . import _validate as check
-from .problem import Objective
+from sgmc import _validate as check
+from sgmc.model.oracle import Objective
 
 __all__ = ["KDE_VARIANCE", "WELL_VARIANCE", "GaussianWells", "gaussian_wells", "griewank",
            "kde_wells", "rastrigin", "wells_regulariser"]

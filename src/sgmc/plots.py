@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _validate as check
-from ._optional import arviz
+from sgmc import _validate as check
+from sgmc._optional import arviz
 
 __all__ = ["plot_error_vs_passes", "plot_optimization", "plot_swaps", "plot_trace", "pyplot",
            "save"]
@@ -80,7 +80,7 @@ def _finish(fig, path, rect=None):
 
 
 def _result_type():
-    from .result import Result
+    from sgmc.result import Result
     return Result
 
 
@@ -284,8 +284,8 @@ def plot_optimization(results, *, tol: float | None = None, f_star: float | None
         max_lines: replications drawn for a single result.
         path: also save the figure there as a PNG.
     """
-    from .diagnostics import success_probability
-    from .optimize import OptimizeResult
+    from sgmc.diagnostics import success_probability
+    from sgmc.run.optimize import OptimizeResult
 
     if isinstance(results, OptimizeResult):
         runs, single = {results.method: results}, True

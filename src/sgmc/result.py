@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ._optional import arviz
-from ._serial import decode_tree, encode_tree, json_default, leaf_names, tree_like, tree_spec
+from sgmc._optional import arviz
+from sgmc.io.serial import decode_tree, encode_tree, json_default, leaf_names, tree_like, tree_spec
 
 __all__ = ["Result", "pool_moments"]
 
@@ -51,7 +51,7 @@ class Result:
             per-example gradient evaluations when each draw was taken (burn-in included);
             ``"step"`` (num_draws,): the step number (1-based) of each draw;
             ``"energy"``, ``"log_prior"``, ``"loglik"``: the drift statistics of each kept
-            draw (:mod:`sgmc.driver.stats`; with ``store_draws=False`` the only per-draw
+            draw (:mod:`sgmc.run.stats`; with ``store_draws=False`` the only per-draw
             arrays); further keys are per-draw statistics of the sampler or coupling.
         meta: dict of run settings and timings (sampler, num_steps, burn_in, thin, seed,
             num_data, grad_evals_total per chain, sampling_time and compile_time in seconds);
@@ -126,7 +126,7 @@ class Result:
         itself, each leaf matched by its path name (a ValueError names those that differ).
         """
         if os.path.isdir(path):
-            from ._store import load_stream
+            from sgmc.io.store import load_stream
 
             return load_stream(path, like=like)
         with np.load(path, allow_pickle=False) as npz:
@@ -152,7 +152,7 @@ class Result:
         Returns a :class:`sgmc.stationarity.Diagnosis`: ``.verdict`` ("ok", "not
         stationary", "too few draws", "not recorded"), ``.table`` (one row per statistic and
         chain); ``print()`` shows both."""
-        from .stationarity import diagnose
+        from sgmc.stationarity import diagnose
 
         return diagnose(self, alpha)
 

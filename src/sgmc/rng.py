@@ -53,7 +53,7 @@ class Tape:
         self.replaying = values is not None
         self.values: list = list(values) if values is not None else []
         #: What each recorded draw is ("normal", "normal_like", "randint", "key", ...), in
-        #: record mode: a coupling of two steps' draws (:mod:`sgmc.selfcheck`) reads it.
+        #: record mode: a coupling of two steps' draws (:mod:`sgmc.tune.selfcheck`) reads it.
         self.kinds: list[str] = []
         self.pos = 0
 

@@ -7,7 +7,7 @@ right temperature (the public reference code of the VR-reSGLD paper, Deng et al.
 rescale the noise when the learning rate decays).
 
 Before a run is compiled, ``sgmc.sample`` evaluates every schedule the sampler holds on the
-run's steps (:func:`sgmc.driver.preflight.check_schedules`) and refuses a NaN, inf or
+run's steps (:func:`sgmc.run.preflight.check_schedules`) and refuses a NaN, inf or
 negative value (or 0 for a swap correction), naming the schedule and the first bad step.
 The built-in schedules compute in float32 from the step index, which float32 holds exactly
 up to 2²⁴ steps; past that a period's boundary (:class:`Geometric`) may be off by a few steps
@@ -23,8 +23,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from . import _validate as check
-from ._pytree import pytree_dataclass, static
+from sgmc import _validate as check
+from sgmc._pytree import pytree_dataclass, static
 
 __all__ = ["Schedule", "as_schedule", "constant", "cyclical", "from_function", "geometric",
            "polynomial_decay"]

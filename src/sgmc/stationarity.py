@@ -2,7 +2,7 @@
 
 :func:`sgmc.sample` records, at every kept draw, the draw's log prior, its minibatch mean
 log-likelihood per datum and the minibatch estimate of its energy (``res.info["log_prior"]``,
-``["loglik"]``, ``["energy"]``: :mod:`sgmc.driver.stats`). A sampler whose step is too large
+``["loglik"]``, ``["energy"]``: :mod:`sgmc.run.stats`). A sampler whose step is too large
 for the problem can drift — a network's weights growing without bound, the log prior falling
 for the whole run — while its predictions, R-hat of single weights and ESS look fine. These
 scalar traces show it.
@@ -53,7 +53,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import special, stats
 
-from .errors import SamplingWarning
+from sgmc.errors import SamplingWarning
 
 __all__ = ["ALPHA", "FIRST", "LAST", "MAX_BATCHES", "MIN_BATCHES", "MIN_DRAWS", "RUNAWAY",
            "STATISTICS",

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..streaming import Stream
+from sgmc.model.stream import Stream
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as check
-from ..problem import Posterior
-from ._common import GaussianLogPrior, check_xy, xy_data
+from sgmc import _validate as check
+from sgmc.model.oracle import Posterior
+from sgmc.models._common import GaussianLogPrior, check_xy, xy_data
 
 __all__ = ["linear_regression", "linear_regression_posterior", "synthetic_linear_data"]
 

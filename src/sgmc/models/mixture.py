@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as check
-from ..problem import Posterior
+from sgmc import _validate as check
+from sgmc.model.oracle import Posterior
 
 __all__ = ["mixture_density", "mixture_posterior", "synthetic_mixture_data"]
 

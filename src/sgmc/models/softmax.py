@@ -13,9 +13,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as check
-from ..problem import Posterior
-from ._common import GaussianLogPrior, check_xy, xy_data
+from sgmc import _validate as check
+from sgmc.model.oracle import Posterior
+from sgmc.models._common import GaussianLogPrior, check_xy, xy_data
 
 __all__ = ["softmax_regression"]
 

@@ -1,0 +1,444 @@
+"""``sgmc.sample`` and ``sgmc.resume``: validate every argument, start or restore a run, and
+hand it to the host loop (:mod:`sgmc.run.host`), which runs compiled blocks of the kernel
+(:mod:`sgmc.run.loop`) as planned (:mod:`sgmc.run.plan`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh
+
+from sgmc import _validate as check
+from sgmc import stationarity
+from sgmc.contracts.kernel import KERNEL_MEMBERS, Kernel
+from sgmc.io import checkpoint as ckpt
+from sgmc.io.store import DiskSink, MemorySink
+from sgmc.model.oracle import Problem
+from sgmc.result import Result
+from sgmc.run import preflight
+from sgmc.run.host import PRNG_IMPLS, Run, chain_keys, execute, stored_mask, stored_total
+from sgmc.run.loop import Counters, Moments, drawn, init_chains
+from sgmc.run.mesh import check_mesh
+from sgmc.run.plan import BLOCK_BYTES, BLOCK_SECONDS, default_draws_per_block
+from sgmc.run.snapshot import Settings, fill, position_spec, position_template
+from sgmc.run.starts import chain_positions, has_convolution
+
+#: The most steps ``sample(..., unroll=True)`` compiles into one loop-free block program.
+MAX_UNROLLED_STEPS = 32
+
+__all__ = ["resume", "sample", "start"]
+
+PyTree = Any
+
+
+def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_chains: int = 1,
+           burn_in: int = 0, thin: int = 1, seed: int = 0, progress: bool | None = None,
+           draws_per_block: int | None = None, prng: str = "threefry",
+           checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
+           stream_to: str | os.PathLike | None = None, mesh: Mesh | None = None,
+           init_per_chain: bool | None = None, predict: Any = None,
+           store_draws: bool = True, init_spread: float = 0.0,
+           unroll: bool | None = None, diagnose: bool = True) -> Result:
+    """Run ``num_chains`` chains of ``sampler`` on ``problem`` for ``num_steps`` steps each.
+
+    The first ``burn_in`` steps are discarded; after them a draw is kept every ``thin``
+    steps, so each chain yields ``(num_steps − burn_in) // thin`` draws (any steps left over
+    are still taken, so the final state is the state after ``num_steps`` steps) — fewer
+    for a kernel whose ``keeps(t)`` refuses some (the exploration stage of a cyclical
+    schedule): draw j, taken right after the 0-based step t_j = burn_in mod thin +
+    thin·(j + 1) − 1, is kept iff t_j ≥ burn_in and ``kernel.keeps(t_j)``.
+
+    Args:
+        problem: an :class:`sgmc.Posterior` or :class:`sgmc.Objective`.
+        sampler: any :class:`sgmc.contracts.kernel.Kernel`: ``sgmc.sgld(...)``, ``sgmc.sghmc(...)``,
+            ``sgmc.replica_exchange(...)``, or your own.
+        init: the starting point — one position (used by every chain), or one per chain
+            stacked on a leading axis of size ``num_chains`` (see ``init_per_chain``).
+            Floating leaves must be float32 or float64 (integers become float32).
+        num_steps: total steps per chain, in [1, 2³¹ − 1 − 256] (steps are counted in int32
+            inside the compiled loop, which draws the randomness of up to 256 steps ahead:
+            :data:`sgmc.run.preflight.MAX_STEPS`).
+        num_chains: independent chains, run as one vectorised computation.
+        burn_in: steps discarded first, in [0, num_steps − 1].
+        thin: keep every ``thin``-th draw, in [1, num_steps − burn_in].
+        seed: integer in [0, 2³² − 1]; the same seed gives bitwise identical draws.
+        progress: show a progress bar (needs tqdm, in the ``diagnostics`` extra); default:
+            only on an interactive terminal outside CI, when tqdm is installed.
+        draws_per_block: draws computed per compiled block, burn-in included (burn-in
+            runs as draws at this ``thin`` that are dropped). Default: about 1/20 of the
+            run, capped so that a block's draws take at most 64 MiB, its steps at most
+            ``checkpoint_every`` and, with streamed data, about buffer_rows / batch_size
+            (see :class:`sgmc.Stream`), and chosen to divide the run's draws when it can, so that
+            the run needs one compiled program; if the first such block takes more than 2 s,
+            the rest are cut to about 1 s each (one more compiled program), so that a Ctrl-C
+            is answered promptly (not with streamed data). The draws do not depend on it.
+        prng: ``"threefry"`` (default; the same random numbers on every backend and
+            sharding — the chains themselves agree only up to floating-point rounding,
+            which differs between backends and grows along a run) or ``"rbg"`` (XLA's
+            RngBitGenerator: may be faster on accelerators, is slower on the CPU, where
+            threefry draws many steps' randomness at once; its random numbers may differ
+            across backends).
+        checkpoint: a file path. The complete state of the run (every chain's sampler
+            state, the position in the run, where its draws are and how many) is written
+            there atomically between blocks, and once more at the end; :func:`sgmc.resume`
+            continues from it with draws bitwise identical to an uninterrupted run's. The
+            checkpoint it replaces is kept as ``PATH.prev``. The draws themselves are
+            appended, with checksums, to ``stream_to`` or else to the folder
+            ``PATH.draws`` (keep it next to the checkpoint), so that a checkpoint costs the
+            state and the draws made since the previous one. Positions must be arrays or
+            dicts / lists / tuples of arrays.
+        checkpoint_every: write a checkpoint after the first block that ends at least this
+            many steps after the previous one (≥ 1; needs ``checkpoint``). Default: the
+            steps of one block of the default size (about 1/20 of the run), also when
+            blocks are later cut by wall time.
+        stream_to: a new or empty folder. Kept draws are written there block by block into
+            ``.npy`` files instead of being held in memory, so memory does not grow with the
+            run; the files' full size is reserved on disk at the start (a full disk is
+            reported before sampling); the Result's draws are read-only memory maps of them,
+            and ``sgmc.Result.load(folder)`` opens them later (also after a crash: it then
+            holds the draws written so far).
+        mesh: a :class:`jax.sharding.Mesh` (``Mesh(devices, names)`` or
+            ``jax.make_mesh(shape, names)``) with an axis named ``"chains"`` (its size must
+            divide ``num_chains``) and optionally ones named ``"replicas"`` (for replica
+            exchange; its size must divide the number of replicas) and ``"data"`` (its size
+            must divide N). Chains, and replicas, are then split over the devices, the
+            data replicated or their rows split over ``"data"``; the draws are those of
+            the same run on one device (bitwise whenever every device holds at least two
+            chains; with one chain per device XLA may reassociate a few float32 sums).
+            See :mod:`sgmc.run.mesh` for several hosts.
+        init_per_chain: True: ``init``'s leading axis is the chains' (its size must be
+            ``num_chains``); False: ``init`` is one point for every chain; None (default):
+            whichever of the two the model accepts (its energy at the point must be a
+            scalar), and a ValueError when it accepts both (e.g. ``init`` of shape (4, 2),
+            ``num_chains=4`` and a model that broadcasts) — pass True or False then; with
+            one chain such an ``init`` is one point.
+        init_spread: ≥ 0 (default 0: every chain starts at ``init``). With one point
+            ``init``, chain c starts at ``init + init_spread · ξ_c``, ξ_c ~ N(0, I) (each
+            leaf its own draws), on the sampled scale: the unconstrained one when the
+            problem has ``constraints`` (the spread is added to T⁻¹(init), so every start
+            stays in the support). The ξ_c are drawn from ``seed`` (chain c's from the seed
+            and c alone: the same seed gives the same starts, and a run with more chains
+            adds starts without moving the first ones). Convergence diagnostics compare
+            chains: R-hat (``sgmc.diagnostics``) can only reveal chains that have not
+            forgotten their start if the starts are dispersed relative to the posterior, so
+            take ``init_spread`` about the posterior's scale or larger (or pass dispersed
+            starts yourself, one per chain). A ValueError with a stacked ``init`` or
+            ``init_per_chain=True`` (each chain has its start already).
+        predict: a function of one draw (the pytree of a draw, on the model's scale, as in
+            ``samples``) returning one array, e.g. a network's class probabilities on a test
+            set; traced by JAX inside the compiled loop. At every kept draw each chain adds
+            fn(draw) to running moments (Welford's update, float32), so that
+            ``Result.predictive`` holds the model average E[fn] ("mean"), the variance of
+            fn over the kept draws and chains ("var", ddof = 0, pooled over chains by
+            Chan's formula), the number of draws ("count") and per-chain versions
+            ("chain_mean", "chain_var", "chain_count"); checkpointed with the run
+            (:func:`sgmc.resume` needs the same ``predict``).
+        store_draws: False: store no draw at all: ``samples`` (and ``info``'s per-draw
+            statistics but the drift statistics, see ``diagnose``) have zero draws, and
+            memory is the chains' states plus ``predict``'s moments (and a few floats per
+            kept draw) whatever the number of steps — for a network whose draws would not
+            fit, with ``predict``. Not with ``stream_to``.
+        unroll: True: compile each block's steps one after another, without a loop, in
+            blocks of at most :data:`MAX_UNROLLED_STEPS` steps (so ``thin`` ≤ that). The
+            run is the looped run up to float rounding (XLA may fuse a longer program's
+            arithmetic differently: last-bit differences per step), and the same seed gives
+            bitwise the same draws with ``unroll=True``. For convolutional networks on a CPU:
+            XLA:CPU runs a convolution's gradient 10–25× slower inside a loop than outside
+            one (jax-ml/jax#12868); unrolled, a small CNN's step ran ~12× faster here
+            (benchmarks/README.md). None (default): True on a CPU backend when the model
+            has a convolution (in its jaxpr) and ``thin`` ≤ :data:`MAX_UNROLLED_STEPS`,
+            else False (elsewhere loops cost nothing and compile faster).
+        diagnose: True (default): every kept draw records ``info["energy"]``,
+            ``info["log_prior"]`` and ``info["loglik"]`` (:mod:`sgmc.run.stats`: one
+            energy evaluation on a minibatch per kept draw, from its own random stream, so
+            the draws are those of ``diagnose=False``), and the run ends with their drift
+            test (:meth:`sgmc.Result.diagnose`): an :class:`sgmc.SamplingWarning` when the
+            run is not stationary. False: neither.
+
+    Before anything is compiled (:mod:`sgmc.run.preflight`), the energy and its gradient
+    are evaluated at every chain's initial point on the first 256 rows of data, the prior
+    (exact) and the likelihood (data) terms apart, and the sampler's schedules (step sizes,
+    temperatures, a swap correction) on the run's steps (on 2²⁰ evenly spaced steps of a
+    longer run): NaN or inf there, or a negative schedule value, is a ValueError naming it.
+
+    Returns:
+        :class:`sgmc.Result` with ``samples`` (leaves shaped (num_chains, num_draws, ...)),
+        ``info["grad_evals"]`` (cumulative per-example gradient evaluations at each draw)
+        and run metadata; with ``predict``, ``predictive`` (see ``predict``).
+
+    Raises:
+        ValueError, TypeError: for bad arguments, before anything is compiled.
+        sgmc.DataError: (a ValueError) during the run, for rows of streamed data
+            (:class:`sgmc.Stream`) that are non-finite or do not fit the device's dtypes
+            (the message names the rows; every piece is checked as it is read); it carries
+            the draws kept before.
+        sgmc.DivergenceError: if a chain's state becomes non-finite; it carries the draws
+            kept before that step.
+        sgmc.Interrupted: on Ctrl-C (a KeyboardInterrupt), once the block under way is
+            stored (a second Ctrl-C stops at once, without that block); it carries every draw
+            kept so far and, with ``checkpoint``, the run continues with :func:`sgmc.resume`.
+        sgmc.StorageError: writing the draws or a checkpoint failed (a full disk, a folder
+            made read-only); it carries every draw kept so far and names the last complete
+            checkpoint, from which :func:`sgmc.resume` continues. A ``checkpoint`` or
+            ``stream_to`` folder where no file can be created is a ValueError before
+            anything is compiled.
+    """
+    if not isinstance(problem, Problem):
+        raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
+                        f"{type(problem).__name__}")
+    if not isinstance(sampler, Kernel):
+        missing = [m for m in KERNEL_MEMBERS if not hasattr(sampler, m)]
+        raise TypeError("sampler must be an sgmc sampler such as sgmc.sgld(...) or a kernel "
+                        f"(sgmc.contracts.kernel.Kernel), got {type(sampler).__name__}"
+                        + (f", which lacks {', '.join(missing)}" if missing else ""))
+    num_steps = preflight.num_steps(num_steps)
+    num_chains = check.integer("num_chains", num_chains, lo=1)
+    burn_in = check.integer("burn_in", burn_in, lo=0, hi=num_steps - 1)
+    thin = check.integer("thin", thin, lo=1, hi=num_steps - burn_in)
+    seed = check.integer("seed", seed, lo=0, hi=2**32 - 1)
+    check.choice("prng", prng, tuple(PRNG_IMPLS))
+    if draws_per_block is not None:
+        draws_per_block = check.integer("draws_per_block", draws_per_block, lo=1)
+    checkpoint, checkpoint_every, stream_to = preflight.storage(checkpoint, checkpoint_every,
+                                                             stream_to)
+    for name, flag in (("store_draws", store_draws), ("diagnose", diagnose)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False, got {flag!r}")
+    if not store_draws and stream_to is not None:
+        raise ValueError("stream_to writes the draws to disk and store_draws=False stores "
+                         "none: pass one of them")
+    if predict is not None and not callable(predict):
+        raise TypeError(f"predict must be a function of one draw returning an array, got "
+                        f"{type(predict).__name__}")
+    init_spread = check.nonnegative("init_spread", init_spread)
+    if unroll is not None and not isinstance(unroll, (bool, np.bool_)):
+        raise TypeError(f"unroll must be True, False or None, got {unroll!r}")
+    if unroll and thin > MAX_UNROLLED_STEPS:
+        raise ValueError(f"unroll=True compiles every step of a block without a loop, so thin "
+                         f"must be ≤ {MAX_UNROLLED_STEPS}; got thin={thin}. Thin less (and "
+                         "discard draws afterwards), or use predict= with a small thin")
+    positions = chain_positions(problem, init, num_chains, init_per_chain, init_spread, seed)
+    sampler.check(problem, jax.tree.map(lambda x: x[0], positions), num_chains)
+    if mesh is not None:
+        check_mesh(mesh, num_chains, sampler, problem)
+    preflight.preflight(problem, sampler, positions, num_steps)
+    if unroll is None:
+        unroll = (thin <= MAX_UNROLLED_STEPS and jax.default_backend() == "cpu"
+                  and has_convolution(problem, jax.tree.map(lambda x: x[0], positions)))
+    spec = position_spec(positions) if checkpoint else None
+
+    num_draws = (num_steps - burn_in) // thin
+    total_draws = burn_in // thin + num_draws  # burn-in runs as draws that are dropped
+    # Blocks of the default size are re-sized by wall time after the first one (not those
+    # the user chose, nor a stream's, whose data buffers are tied to the block size).
+    # (Not with unroll: its blocks are short, and one set of block sizes keeps the rounding,
+    # and so the draws, independent of how long the first block took.)
+    block_seconds = BLOCK_SECONDS if (draws_per_block is None and problem.stream is None
+                                      and not unroll) else None
+    if draws_per_block is None:
+        bytes_per_draw = num_chains * sum(x[0].size * x.dtype.itemsize
+                                          for x in jax.tree.leaves(positions))
+        cap = max(1, BLOCK_BYTES // max(bytes_per_draw, 1))
+        if checkpoint_every is not None:
+            cap = min(cap, max(1, checkpoint_every // thin))
+        if problem.stream is not None:
+            # A block's minibatches come from one buffer of B rows: keep a block to about
+            # B / batch_size steps so that its minibatches barely reuse rows (sgmc.model.stream).
+            b = sampler.batch_size
+            cap = min(cap, max(1, problem.data_rows // (b or problem.data_rows) // thin))
+        if unroll:  # a block is one straight-line program of draws_per_block × thin steps
+            cap = min(cap, max(1, MAX_UNROLLED_STEPS // thin))
+        draws_per_block = default_draws_per_block(total_draws, cap)
+    elif unroll:
+        draws_per_block = min(draws_per_block, max(1, MAX_UNROLLED_STEPS // thin))
+    settings = Settings(num_steps, burn_in, thin, seed, num_chains, prng,
+                        min(draws_per_block, total_draws), checkpoint, checkpoint_every,
+                        stream_to, block_seconds, bool(store_draws), float(init_spread),
+                        bool(unroll), bool(diagnose))
+    if predict is not None:
+        states = jax.eval_shape(init_chains, problem, sampler, positions,
+                                chain_keys(settings)[0])
+        predict_output(problem, sampler, states, predict)
+    result = start(problem, sampler, positions, settings, progress, mesh, spec,
+                   predict=predict)
+    if diagnose:
+        stationarity.warn_if_not_stationary(result, stacklevel=2)
+    return result
+
+
+def predict_output(problem: Problem, kernel: Kernel, states: Any, predict: Any
+                   ) -> jax.ShapeDtypeStruct:
+    """The shape and dtype of ``predict(draw)`` for the chains' ``states`` (their shapes
+    suffice), found by tracing it (``jax.eval_shape``) before anything is compiled.
+
+    Raises:
+        TypeError: ``predict`` cannot be traced on a draw, or does not return one real array.
+    """
+    one = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), states)
+    draw = jax.eval_shape(drawn(problem, kernel), one)
+    shapes = jax.tree.map(lambda x: tuple(x.shape), draw)
+    try:
+        out = jax.eval_shape(predict, draw)
+    except Exception as err:  # any failure of the user's function while tracing
+        raise TypeError(f"predict must be a JAX-traceable function of one draw (shapes "
+                        f"{shapes}); tracing it failed: {type(err).__name__}: {err}") from err
+    if not isinstance(out, jax.ShapeDtypeStruct) or not (
+            jnp.issubdtype(out.dtype, jnp.number) or out.dtype == jnp.bool_):
+        raise TypeError(f"predict must return one real array, got "
+                        f"{jax.tree.map(lambda x: (tuple(x.shape), str(x.dtype)), out)}")
+    if jnp.issubdtype(out.dtype, jnp.complexfloating):
+        raise TypeError(f"predict must return a real array, got dtype {out.dtype}")
+    return out
+
+
+def start(problem: Problem, kernel: Kernel, positions: PyTree, settings: Settings,
+          progress: bool | None = False, mesh: Mesh | None = None, spec: dict | None = None,
+          divergence: str = "raise", predict: Any = None) -> Result:
+    """Start a run whose arguments are already validated: every chain's initial state from
+    its position (stacked on a leading chain axis), then the host loop. ``minimize`` runs
+    its replications through here too (``divergence="continue"``: a non-finite iterate is a
+    bad value, not an error)."""
+    t_start = time.perf_counter()
+    init_keys, _ = chain_keys(settings)
+    states = init_chains(problem, kernel, positions, init_keys)
+    init_evals = int(kernel.init_evals(problem))
+    counters = Counters.start(settings.num_chains, init_evals)
+    moments = None if predict is None else Moments.start(
+        settings.num_chains, predict_output(problem, kernel, states, predict))
+    mask = stored_mask(kernel, settings)
+    total = stored_total(mask)
+    sink = DiskSink(settings.stream_to, total) if settings.stream_to else MemorySink(total)
+    run = Run(problem, kernel, settings, sink, (states, counters, 0, 0), spec, mesh,
+              compile_time=time.perf_counter() - t_start, divergence=divergence,
+              predict=predict, moments=moments, mask=mask)
+    return execute(run, progress)
+
+
+def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
+           progress: bool | None = None, mesh: Mesh | None = None,
+           like: PyTree = None, predict: Any = None) -> Result:
+    """Continue the run saved in checkpoint ``path`` to its end and return its complete Result.
+
+    The draws (and every per-draw statistic) are bitwise those of the same run made without
+    interruption. A checkpoint stores the state but not the code, so ``problem`` and
+    ``sampler`` are passed again; they must be the ones the run was started with (same
+    model, data, sampler kind and hyper-parameters — checked by fingerprint, and the model's
+    energy and gradient at the stored position on the first rows of data by a probe,
+    :func:`sgmc.io.checkpoint.probe`). Checkpoints
+    keep being written to ``path`` as the run goes on. The draws the checkpoint counts are
+    read from where the run wrote them — its ``stream_to`` folder, or the folder
+    ``PATH.draws`` written next to the first checkpoint (the header names it relative to the
+    checkpoint, so the two move together) — which must still be there, and are verified
+    against the checksums written with them; draws written after the checkpoint (by a run
+    that went on before it was killed) are ignored and made again. A finished run's
+    checkpoint returns its Result at once. ``mesh`` places the rest of the run on devices as
+    in :func:`sample` (it need not be the mesh the run started on).
+
+    Positions made of dicts, lists and tuples are rebuilt from the checkpoint alone; other
+    pytrees (namedtuples, dataclasses, Equinox modules, Flax NNX states) need ``like``: any
+    pytree of one position's structure, e.g. the run's ``init`` (its leaves are not read;
+    leaves are matched by name, shapes and dtypes come from the checkpoint).
+
+    A run started with ``predict`` resumes with the same function (its moments so far are
+    in the checkpoint; a resumed run's ``Result.predictive`` is the uninterrupted run's).
+
+    Raises:
+        sgmc.CheckpointError: ``path`` is not a checkpoint, holds positions that need
+            ``like`` (or ``like`` does not fit them), is truncated or corrupted (the
+            previous checkpoint ``PATH.prev`` is named if it is intact), or was written for
+            a different problem or sampler (also a same-named model function with another
+            body: the message shows the stored and the found energy or gradient); or its
+            draws' folder, or a file in it, is missing, misshapen or altered (named).
+        ValueError: the run is unfinished and no file can be created next to ``path`` or in
+            its draws' folder (before anything is compiled).
+        sgmc.DivergenceError, sgmc.Interrupted, sgmc.StorageError, sgmc.DataError: as in
+            :func:`sample`.
+    """
+    if not isinstance(problem, Problem):
+        raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
+                        f"{type(problem).__name__}")
+    path = os.fspath(path)
+    header, arrays = ckpt.read(path)
+    found = ckpt.fingerprint(problem, sampler)
+    for what in ("problem", "sampler"):
+        if header["fingerprint"][what] != found[what]:
+            raise ckpt.CheckpointError(
+                f"{path} was written by a run of a different {what} (its model, data or "
+                "settings differ); resume with the problem and sampler the run started with")
+    settings = Settings(**dict(header["settings"], checkpoint=path))
+    if mesh is not None:
+        check_mesh(mesh, settings.num_chains, sampler, problem)
+    positions = position_template(header["positions"], like, path)
+    init_keys, _ = chain_keys(settings)
+    template = jax.eval_shape(init_chains, problem, sampler, positions, init_keys)
+    stored_predict = header.get("predict")
+    if (stored_predict is None) != (predict is None):
+        raise ckpt.CheckpointError(
+            f"{path} was written by a run {'with' if stored_predict else 'without'} "
+            f"predict=...; resume it {'with the same' if stored_predict else 'without'} "
+            "predict")
+    moments = None
+    if predict is not None:
+        if not callable(predict):
+            raise TypeError(f"predict must be a function of one draw returning an array, "
+                            f"got {type(predict).__name__}")
+        out = predict_output(problem, sampler, template, predict)
+        if (list(out.shape), str(Moments.dtype(out))) != (stored_predict["shape"],
+                                                           stored_predict["dtype"]):
+            raise ckpt.CheckpointError(
+                f"{path} holds the moments of a predict of shape {stored_predict['shape']} "
+                f"({stored_predict['dtype']}); this predict gives {list(out.shape)} "
+                f"({out.dtype}): resume with the run's predict")
+        moments = Moments.template(settings.num_chains, out)
+    template = (template, Counters.template(settings.num_chains), moments)
+    states, counters, moments = fill(template, [arrays[f"state/{i}"] for i in
+                                                 range(header["num_state_leaves"])], path)
+    # Same names, another body: the model's energy and gradient at the stored position.
+    stored = header["fingerprint"].get("probe")
+    if stored is None:
+        raise ckpt.CheckpointError(f"{path} has no model probe (written by an older sgmc): "
+                                   "it cannot be checked against this problem")
+    differs = ckpt.probe_mismatch(stored, ckpt.probe(
+        problem, ckpt.probe_point(states.position, header["positions"])))
+    if differs:
+        raise ckpt.CheckpointError(
+            f"{path} was written by a run of a different model: {differs}; resume with the "
+            "problem the run started with")
+    # The draws: the run's stream, or the checkpoint's own stream folder (read back into
+    # memory); its first `count` draws are verified against their checksums.
+    template = (jax.eval_shape(jax.vmap(drawn(problem, sampler)), states)
+                if settings.store_draws else ())  # else the drift statistics alone
+    count = int(header["kept"])
+    mirror = None
+    mask = stored_mask(sampler, settings)
+    total = stored_total(mask)
+    if mask is None:
+        folder, sink = None, MemorySink(0)
+    elif settings.stream_to:
+        folder = settings.stream_to
+        sink = DiskSink(folder, total, count, template)
+    else:
+        folder = os.path.join(os.path.dirname(os.path.abspath(path)), header["draws_folder"])
+        mirror = DiskSink(folder, total, count, template)
+        sink = MemorySink(total)
+        if count:
+            sink.append(*mirror.arrays())
+    if int(header["t0"]) < settings.num_steps:  # the run goes on: it writes there
+        preflight.writable("path", path, os.path.dirname(os.path.abspath(path)))
+        if folder is not None and os.path.isdir(folder):
+            preflight.writable("path", path, folder)
+    cursor = (states, counters, int(header["t0"]), 0)
+    run = Run(problem, sampler, settings, sink, cursor, header["positions"], mesh,
+              compile_time=float(header["compile_time"]),
+              sampling_time=float(header["sampling_time"]), mirror=mirror,
+              last_checkpoint=path, predict=predict, moments=moments, mask=mask)
+    result = execute(run, progress)
+    if settings.diagnose:
+        stationarity.warn_if_not_stationary(result, stacklevel=2)
+    return result

@@ -1,0 +1,446 @@
+"""The compiled loop: blocks of steps of any :class:`sgmc.contracts.kernel.Kernel`, over
+vectorised chains.
+
+A block is one loop over steps inside one ``jit``, keeping a draw every ``thin`` steps; each
+step moves every chain (``vmap``; a single chain runs unbatched: on XLA:CPU batching one
+chain still costs). The loops sit outside the ``vmap``, so the step index t is one number
+shared by all chains: periodic work keyed on it (an SVRG snapshot) stays a real branch
+instead of a select that would run the full pass at every step. Nothing is skipped under
+``lax.cond`` in the loop (an estimator's O(N) table would be copied every step).
+
+Two programs: :func:`run_block` runs ``n_draws`` draws of ``thin`` steps with a *static* trip
+count (a loop with a traced trip count cost 25–35 % more per step on XLA:CPU; with
+``unroll`` its steps are written out with no loop at all), and
+:func:`run_steps` a traced number, for a run's leftovers (a partial last block, burn-in steps
+that do not fill a draw).
+
+Randomness ahead (:mod:`sgmc.rng`): the draws of up to :data:`MAX_CHUNK` steps are made in
+one batched call (the step run in *record* mode under ``vmap`` over steps, everything but its
+draws removed as dead code), then the steps run in *replay* mode. Optimisation barriers keep
+the draws apart from the steps' arithmetic, and the arithmetic fused the same way in every
+loop structure, so the draws are bitwise the same for any block size. Threefry keys only:
+JAX batches ``rbg`` keys by drawing the whole batch from its first key, so rbg steps draw
+their own (live mode).
+
+Predictive averages (``sample(..., predict=fn)``): at every kept draw — the draw after step t
+with lo ≤ t < hi (``window``: after burn-in, before the steps left over after the last draw)
+and ``kernel.keeps(t)`` — each chain adds x = fn(draw) to its running moments
+(:class:`Moments`) by Welford's update
+
+    n ← n + 1,   δ = x − μ,   μ ← μ + δ / n,   M₂ ← M₂ + δ·(x − μ),
+
+which stays accurate in float32 over millions of draws (a running sum of squares would
+cancel). The predicate is one unbatched boolean (t is shared by the chains), so the update
+sits under a real ``lax.cond``: fn runs only at kept draws. The drift statistics
+(``sample(..., diagnose=True)``, :mod:`sgmc.run.stats`) are computed under the same
+predicate, from their own random stream, apart from the steps' arithmetic.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sgmc._tree import all_finite
+from sgmc.contracts.kernel import check_info
+from sgmc.rng import Rng, record, replay
+from sgmc.run.stats import STREAM, stacks_replicas, statistics
+
+__all__ = ["CHUNK_BYTES", "MAX_CHUNK", "Counters", "Moments", "init_chains", "run_block",
+           "run_steps"]
+
+#: Most steps whose randomness is drawn at once, and the most memory those draws may take
+#: for all chains (beyond ~100 steps the gain per step is small: 12 µs at 100, 10 µs at 1000).
+MAX_CHUNK = 256
+CHUNK_BYTES = 8 * 2**20
+
+
+class Counters(NamedTuple):
+    """Per-chain running counters carried across blocks (stored in checkpoints as leaves)."""
+
+    evals_hi: jax.Array  # per-example gradient evaluations, as a 64-bit (hi, lo) uint32 pair
+    evals_lo: jax.Array
+    bad_step: jax.Array  # index of the first step whose result was non-finite, or -1
+    # At that step, the first replica (slot) with a non-finite position, for kernels that
+    # stack replicas (num_replicas > 1); -1 otherwise or while all are finite.
+    bad_replica: jax.Array
+
+    #: Every field's dtype, in order (a checkpoint's counters are restored to these).
+    DTYPES = (jnp.uint32, jnp.uint32, jnp.int32, jnp.int32)
+
+    @classmethod
+    def start(cls, num_chains: int, init_evals: int) -> Counters:
+        """Counters of ``num_chains`` fresh chains whose ``init`` spent ``init_evals``."""
+        n = num_chains
+        return cls(jnp.full(n, init_evals >> 32, jnp.uint32),
+                   jnp.full(n, init_evals & 0xFFFFFFFF, jnp.uint32),
+                   jnp.full(n, -1, jnp.int32), jnp.full(n, -1, jnp.int32))
+
+    @classmethod
+    def template(cls, num_chains: int) -> Counters:
+        """Shapes and dtypes of ``num_chains`` chains' counters (to restore a checkpoint)."""
+        return cls(*(jax.ShapeDtypeStruct((num_chains,), t) for t in cls.DTYPES))
+
+
+class Moments(NamedTuple):
+    """Per-chain running moments of ``predict(draw)`` over the kept draws (module docstring):
+    count n, mean μ and M₂ = Σ (x − μ)², leaves (num_chains, ...) (checkpointed as leaves)."""
+
+    count: jax.Array  # int32 (num_chains,)
+    mean: jax.Array   # (num_chains, *out), float32 (float64 for a float64 output)
+    m2: jax.Array
+
+    @staticmethod
+    def dtype(out: Any) -> Any:
+        """The accumulators' dtype for an output of dtype ``out.dtype``."""
+        return jnp.promote_types(out.dtype, jnp.float32) if jnp.issubdtype(
+            out.dtype, jnp.floating) else jnp.dtype(jnp.float32)
+
+    @classmethod
+    def template(cls, num_chains: int, out: Any) -> Moments:
+        """Shapes and dtypes of ``num_chains`` chains' moments of an output shaped ``out``."""
+        shape, dtype = (num_chains, *out.shape), cls.dtype(out)
+        return cls(jax.ShapeDtypeStruct((num_chains,), jnp.int32),
+                   jax.ShapeDtypeStruct(shape, dtype), jax.ShapeDtypeStruct(shape, dtype))
+
+    @classmethod
+    def start(cls, num_chains: int, out: Any) -> Moments:
+        """Empty moments (no draw yet)."""
+        return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), cls.template(num_chains, out))
+
+
+def _welford(m: Moments, x: jax.Array) -> Moments:
+    """One chain's moments with x added: n ← n + 1, δ = x − μ, μ ← μ + δ/n, M₂ ← M₂ + δ(x − μ)."""
+    n = m.count + 1
+    x = jnp.asarray(x, m.mean.dtype)
+    delta = x - m.mean
+    mean = m.mean + delta / n.astype(m.mean.dtype)
+    return Moments(n, mean, m.m2 + delta * (x - mean))
+
+
+def _first_bad_replica(position: Any) -> jax.Array:
+    """Per-replica finiteness of one chain's replica-stacked position: (all finite, index of
+    the first replica with a non-finite leaf, or -1)."""
+    ok = jax.vmap(all_finite)(position)
+    return jnp.all(ok), jnp.where(jnp.all(ok), -1, jnp.argmin(ok)).astype(jnp.int32)
+
+
+def _add_u64(hi, lo, n):
+    lo_new = lo + n.astype(jnp.uint32)
+    return hi + (lo_new < lo).astype(jnp.uint32), lo_new
+
+
+def _nbytes(x: Any) -> int:
+    size = int(np.prod(x.shape, dtype=np.int64))
+    if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+        return size * 16  # a typed key's payload: 8 bytes (threefry) or 16 (rbg), at most
+    return size * np.dtype(x.dtype).itemsize
+
+
+def _largest_divisor(n: int, at_most: int) -> int:
+    """The largest divisor of n that is ≤ at_most (≥ 1)."""
+    return max(d for d in range(1, min(n, at_most) + 1) if n % d == 0)
+
+
+def _loop(n: int, body, carry, unroll: bool = False):
+    """``fori_loop(0, n, body, carry)``; no loop at all when n = 1 (a loop of one trip still
+    costs its overhead on XLA:CPU) or with ``unroll`` (the n bodies one after another: see
+    :func:`run_block`)."""
+    if n == 1:
+        return body(0, carry)
+    if unroll:
+        for i in range(n):
+            carry = body(i, carry)
+        return carry
+    return jax.lax.fori_loop(0, n, body, carry)
+
+
+class _Parts(NamedTuple):
+    """What both block programs share (see :func:`_parts`)."""
+
+    states: Any
+    counters: Counters
+    stat_zero: dict
+    chunk: int         # most steps whose randomness is drawn at once
+    randomness: Any    # (t, K) -> the draws of steps t .. t + K − 1 (None: live mode)
+    one_step: Any      # (t, states, counters, draws, i) -> (states, counters, info)
+    accumulate: Any
+    record: Any
+    outer: Any
+    moments: Any       # the chains' Moments, as the loop carries them (None: no predict)
+    observe: Any       # (moments, states, t, done) -> moments with a kept draw added
+
+
+def drawn(problem, kernel):
+    """A chain's draw from its state: the kernel's point (the first replica's, for replica
+    exchange) on the model's scale (``Problem.constrain``: the identity unless the problem
+    has constrained parameters; per replica for a kernel whose draws stack the replicas,
+    :func:`sgmc.run.stats.stacks_replicas`)."""
+    def draw(state):
+        stacked = stacks_replicas(kernel, state)
+        return (jax.vmap(problem.constrain) if stacked else problem.constrain)(kernel.draw(state))
+
+    return draw
+
+
+def _parts(problem, kernel, states, counters, run_keys, t0, moments=None, window=None,
+           predict=None, store=True, stats=False) -> _Parts:
+    """The chain-level step with its randomness drawn ahead, the per-step bookkeeping, the
+    zero accumulators of the per-draw statistics (reduced as ``kernel.info_spec`` says) and,
+    with ``predict``, the update of the predictive moments at kept draws. ``store=False``
+    records no draw; ``stats`` records the drift statistics (:mod:`sgmc.run.stats`) of
+    every kept draw."""
+    single = counters.bad_step.shape[0] == 1
+    if single:
+        def inner(tree):
+            return jax.tree.map(lambda x: x[0], tree)
+
+        def outer(tree, axis=0):
+            return jax.tree.map(lambda x: jnp.expand_dims(x, axis), tree)
+
+        def batch(fn, in_axes):
+            return fn
+
+        fold, finite, draw = jax.random.fold_in, all_finite, drawn(problem, kernel)
+        replica_check = _first_bad_replica
+    else:
+        def inner(tree):
+            return tree
+
+        def outer(tree, axis=0):
+            return tree
+
+        batch = partial(jax.vmap)
+        fold = jax.vmap(jax.random.fold_in, in_axes=(0, None))
+        finite, draw = jax.vmap(all_finite), jax.vmap(drawn(problem, kernel))
+        replica_check = jax.vmap(_first_bad_replica)
+    states, counters, keys, moments = inner((states, counters, run_keys, moments))
+    # Replica-stacked kernels: which replica went non-finite first is recorded too.
+    stacked = kernel.num_replicas > 1
+
+    def live(state, key, t):
+        return kernel.step(problem, state, Rng(key), t)
+
+    def recorded(state, key, t):
+        return record(lambda rng: kernel.step(problem, state, rng, t), key)
+
+    def replayed(state, draws, t):
+        return replay(lambda rng: kernel.step(problem, state, rng, t), draws)
+
+    live_b = batch(live, in_axes=(0, 0, None))
+    info_shape = jax.eval_shape(live_b, states, keys, t0)[1]
+    check_info(kernel, info_shape)
+    spec = kernel.info_spec
+    stat_keys = sorted(k for k in info_shape if spec[k] != "total")
+    stat_zero = {k: jnp.zeros(info_shape[k].shape, jnp.float32) for k in stat_keys}
+
+    threefry = str(jax.random.key_impl(keys)) == "threefry2x32"
+    draw_shapes = jax.eval_shape(batch(recorded, in_axes=(0, 0, None)), states, keys, t0)
+    per_step = sum(_nbytes(x) for x in jax.tree.leaves(draw_shapes))
+    if not threefry or per_step == 0:
+        chunk = 1
+
+        def randomness(t, k):
+            return None
+
+        def moved(t, states, draws, i):
+            return live_b(states, fold(keys, t), t)
+    else:
+        chunk = max(1, min(MAX_CHUNK, CHUNK_BYTES // max(1, per_step)))
+        record_b = batch(recorded, in_axes=(0, 0, None))
+        replay_b = batch(replayed, in_axes=(0, 0, None))
+
+        def randomness(t, k):
+            ts = t + jnp.arange(k, dtype=jnp.int32)
+            # The state is only read for its shapes: everything but the draws is dead code.
+            draws = jax.vmap(lambda tt: record_b(states, fold(keys, tt), tt))(ts)
+            # Kept apart from the step's own arithmetic: no program may fuse the two
+            # differently (draws must not depend on how a run is cut into blocks).
+            return jax.lax.optimization_barrier(draws)
+
+        def moved(t, states, draws, i):
+            # Barriers on both sides: the step's arithmetic is fused the same way in every
+            # loop structure (chunks of draws, chunks within a draw, traced lengths), so
+            # the rounding, and the draws, do not depend on the block size.
+            barrier = jax.lax.optimization_barrier
+            mine, states = barrier((jax.tree.map(lambda d: d[i], draws), states))
+            return barrier(replay_b(states, mine, t))
+
+    def one_step(t, states, c, draws, i):
+        """Step t of every chain, with its randomness ``draws[i]``: (states, counters, info)."""
+        states, info = moved(t, states, draws, i)
+        hi, lo = _add_u64(c.evals_hi, c.evals_lo, info["grad_evals"])
+        if stacked:
+            ok, replica = replica_check(states.position)
+        else:
+            ok, replica = finite(states.position), c.bad_replica
+        fresh = (c.bad_step < 0) & ~ok
+        bad = jnp.where(fresh, t, c.bad_step)
+        return states, Counters(hi, lo, bad, jnp.where(fresh, replica, c.bad_replica)), info
+
+    def accumulate(acc, info, fresh):
+        return {k: jnp.asarray(info[k], jnp.float32) if spec[k] == "last" else
+                jnp.where(fresh, 0.0, acc[k]) + jnp.asarray(info[k], jnp.float32)
+                for k in stat_keys}
+
+    def kept(t, done):
+        """Whether the draw after step t is kept: t in the window and ``kernel.keeps(t)``
+        (and ``done``: t ends a draw). One unbatched boolean: a real branch."""
+        return (done & (t >= window[0]) & (t < window[1])
+                & jnp.reshape(jnp.asarray(kernel.keeps(t), bool), ()))
+
+    statistics_b = batch(statistics(problem, kernel), in_axes=(0, 0)) if stats else None
+
+    def draw_statistics(states, t, done):
+        """The drift statistics of every chain's draw after step t if it is kept, else
+        zeros; a minibatch from each chain's own stream (:mod:`sgmc.run.stats`)."""
+        keys_t = fold(fold(keys, STREAM), t)
+        states = jax.lax.optimization_barrier(states)
+        shapes = jax.eval_shape(statistics_b, states, keys_t)
+        return jax.lax.cond(kept(t, done), statistics_b,
+                            lambda s, k: jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype),
+                                                      shapes), states, keys_t)
+
+    def record_draw(states, c, acc, t, done=True):
+        out = {}
+        if store:
+            out.update(position=draw(states), evals_hi=c.evals_hi, evals_lo=c.evals_lo,
+                       stats=acc)
+        if stats:
+            out["draw_stats"] = draw_statistics(states, t, done)
+        return out
+
+    welford = batch(_welford, in_axes=(0, 0))
+    predict_b = None if predict is None else batch(predict, in_axes=0)
+
+    def observe(m, states, t, done=True):
+        """``m`` with predict(draw) added if the draw after step t is kept (:func:`kept`)."""
+        if predict is None:
+            return m
+        return jax.lax.cond(kept(t, done), lambda m: welford(m, predict_b(draw(states))),
+                            lambda m: m, m)
+
+    return _Parts(states, counters, stat_zero, chunk, randomness, one_step, accumulate,
+                  record_draw, outer, moments, observe)
+
+
+def _put(buf, row, slot):
+    return jax.tree.map(lambda b, x: jax.lax.dynamic_update_index_in_dim(b, x, slot, 0),
+                        buf, row)
+
+
+def _empty_buffer(template, slots):
+    return jax.tree.map(lambda x: jnp.zeros((slots, *jnp.shape(x)), jnp.result_type(x)),
+                        template)
+
+
+@partial(jax.jit, static_argnames=("n_draws", "thin", "predict", "store", "unroll", "stats"))
+def run_block(problem, kernel, states, counters, run_keys, t0, moments=None, window=None, *,
+              n_draws, thin, predict=None, store=True, unroll=False, stats=False):
+    """Run ``n_draws`` × ``thin`` steps of every chain from global step ``t0``, recording a
+    draw after every ``thin`` steps. Returns (states, counters, buffer, moments) with the
+    buffer's leaves shaped (chains, n_draws, ...) (none with ``store=False``), and
+    ``moments`` (:class:`Moments`, or None without ``predict``) updated at the kept draws
+    (module docstring; ``window`` = (lo, hi), int32).
+
+    ``unroll=True`` writes the block's steps one after another, with no loop: a program of
+    n_draws × thin steps (``sample(..., unroll=True)`` keeps it short). On XLA:CPU a
+    convolution's gradient inside any while loop runs 10–25× slower than outside one
+    (jax-ml/jax#12868); without a loop it runs at full speed. The draws are the looped
+    program's up to float rounding: the barriers keep every step apart, but XLA may still
+    fuse the longer program's arithmetic differently (last-bit differences)."""
+    p = _parts(problem, kernel, states, counters, run_keys, t0, moments, window, predict,
+               store, stats)
+
+    # Randomness is drawn for a chunk of K steps: K = m·thin spanning m whole draws (m
+    # divides n_draws) when thin is small, else K divides thin and r = thin / K chunks make
+    # one draw. All loops have static bounds (a `lax.scan` over `arange(n_draws)` collecting
+    # the draws as its output measured ~20 % slower per step than writing them into slots).
+    if thin <= p.chunk:
+        m = _largest_divisor(n_draws, p.chunk // thin)
+        k, r = m * thin, 1
+    else:
+        m, k = 1, _largest_divisor(thin, p.chunk)
+        r = thin // k
+
+    def steps(carry, t, n, draws, offset):
+        def body(i, carry):
+            states, c, acc = carry
+            states, c, info = p.one_step(t + i, states, c, draws, offset + i)
+            return states, c, p.accumulate(acc, info, False)
+
+        return _loop(n, body, carry, unroll)
+
+    def group(g, carry):
+        states, c, acc, buf, mom = carry
+        t_g = t0 + g * (m * thin)
+        if r == 1:
+            draws = p.randomness(t_g, k)
+
+            def one_draw(j, carry):
+                states, c, acc, buf, mom = carry
+                states, c, acc = steps((states, c, acc), t_g + j * thin, thin, draws, j * thin)
+                t_end = t_g + (j + 1) * thin - 1
+                mom = p.observe(mom, states, t_end)
+                return (states, c, p.stat_zero,
+                        _put(buf, p.record(states, c, acc, t_end), g * m + j), mom)
+
+            return _loop(m, one_draw, carry, unroll)
+
+        def chunk(i, inner):
+            t_c = t_g + i * k
+            return steps(inner, t_c, k, p.randomness(t_c, k), 0)
+
+        states, c, acc = _loop(r, chunk, (states, c, acc), unroll)
+        mom = p.observe(mom, states, t_g + thin - 1)
+        return states, c, p.stat_zero, _put(buf, p.record(states, c, acc, t_g + thin - 1), g), mom
+
+    buf = _empty_buffer(p.record(p.states, p.counters, p.stat_zero, t0, False), n_draws)
+    states, counters, _, buf, mom = _loop(n_draws // m, group,
+                                          (p.states, p.counters, p.stat_zero, buf, p.moments),
+                                          unroll)
+    return p.outer(states), p.outer(counters), p.outer(buf, axis=1), p.outer(mom)
+
+
+@partial(jax.jit, static_argnames=("max_draws", "predict", "store", "stats"))
+def run_steps(problem, kernel, states, counters, run_keys, t0, n_draws, thin, moments=None,
+              window=None, *, max_draws, predict=None, store=True, stats=False):
+    """Like :func:`run_block` with a traced number of draws and of steps per draw, into a
+    buffer of ``max_draws`` slots: one program for the leftovers of a run."""
+    p = _parts(problem, kernel, states, counters, run_keys, t0, moments, window, predict,
+               store, stats)
+    total, k = n_draws * thin, p.chunk
+
+    # Chunks of k steps (the last one possibly partial). Draw j lives in slot
+    # j = (t − t0) // thin and is overwritten at every step of its interval, so it ends
+    # holding the interval's last state.
+    def chunk(i, carry):
+        t_c = t0 + i * k
+        draws = p.randomness(t_c, k)
+
+        def body(s, carry):
+            states, c, acc, buf, mom = carry
+            t = t_c + s
+            states, c, info = p.one_step(t, states, c, draws, s)
+            acc = p.accumulate(acc, info, (t - t0) % thin == 0)
+            done = (t - t0 + 1) % thin == 0
+            mom = p.observe(mom, states, t, done)
+            return (states, c, acc, _put(buf, p.record(states, c, acc, t, done), (t - t0) // thin),
+                    mom)
+
+        return jax.lax.fori_loop(0, jnp.minimum(k, total - i * k), body, carry)
+
+    buf = _empty_buffer(p.record(p.states, p.counters, p.stat_zero, t0, False), max_draws)
+    states, counters, _, buf, mom = jax.lax.fori_loop(
+        0, (total + k - 1) // k, chunk, (p.states, p.counters, p.stat_zero, buf, p.moments))
+    return p.outer(states), p.outer(counters), p.outer(buf, axis=1), p.outer(mom)
+
+
+@jax.jit
+def init_chains(problem, kernel, positions, keys):
+    """Every chain's initial state: ``kernel.init`` over stacked positions and keys."""
+    return jax.vmap(lambda p, k: kernel.init(problem, p, k))(positions, keys)

@@ -1,0 +1,157 @@
+"""Block planning: how a run's steps are cut into compiled blocks.
+
+Burn-in runs as draws at the run's ``thin`` that are dropped on the host, so burn-in blocks
+are full blocks of the one static-length program (:func:`sgmc.run.loop.run_block`), and a
+block may hold burn-in draws followed by kept ones. The draws do not depend on the plan.
+
+Draw j (0-based, burn-in's included) is taken right after the 0-based step
+
+    t_j = burn_in mod thin + thin·(j + 1) − 1,
+
+and it is *kept* when it follows burn-in and the kernel allows it:
+
+    kept(j) = [t_j ≥ burn_in] ∧ kernel.keeps(t_j).
+
+The kernel's rule is evaluated on the host for the whole run (:func:`keep_mask`) before
+anything runs, so the number of kept draws, and where each block's kept draws are
+(:func:`kept_in`), are known in advance; draws that are not kept are dropped on the host,
+as burn-in's are.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["BLOCK_BYTES", "BLOCK_SECONDS", "TARGET_BLOCKS", "Block", "block_plan",
+           "default_draws_per_block", "draw_steps", "draws_after", "draws_for_seconds",
+           "keep_mask", "kept_by", "kept_in"]
+
+#: Upper bound on the device memory of one block's draw buffer.
+BLOCK_BYTES = 64 * 2**20
+#: Blocks per run when the user does not choose (progress granularity).
+TARGET_BLOCKS = 20
+#: After the first block, default blocks are cut to about this many seconds, so that a
+#: Ctrl-C is answered (and a crash loses) at most that much work.
+BLOCK_SECONDS = 1.0
+
+
+class Block(NamedTuple):
+    """One compiled call: ``draws`` draws of ``steps`` steps each; ``full`` runs the
+    static-length program; the first ``drop`` draws are burn-in (dropped on the host), and
+    so are those of the others that the kernel's ``keeps`` refuses (:func:`kept_in`)."""
+
+    draws: int
+    steps: int
+    full: bool
+    drop: int
+
+
+def default_draws_per_block(total_draws: int, cap: int) -> int:
+    """About 1/20 of the draws (burn-in's included) per block, at most ``cap``: if possible a
+    divisor of ``total_draws`` within a factor 2 of that, so that every block is full and
+    one compiled program runs them all (a partial block compiles a second program)."""
+    target = max(1, min(cap, total_draws // TARGET_BLOCKS))
+    lo, hi = (target + 1) // 2, min(cap, 2 * target)
+    near = [d for i in range(1, math.isqrt(total_draws) + 1) if total_draws % i == 0
+            for d in (i, total_draws // i) if lo <= d <= hi]
+    return min(near, key=lambda d: (abs(math.log(d / target)), -d)) if near else target
+
+
+def block_plan(burn_in: int, num_draws: int, thin: int, trailing: int,
+               draws_per_block: int, start: int = 0) -> list[Block]:
+    """The run's blocks, in order (module docstring), from step ``start`` (0, or where an
+    earlier block of any plan ended). Only the leftovers run in the program of traced
+    length: the ``burn_in % thin`` steps before the first draw, a partial last block, and
+    the steps after the last draw. With ``thin = 1`` that is at most the partial block,
+    which the default block size avoids when it can.
+    """
+    burn_draws, head = divmod(burn_in, thin)
+    total = burn_draws + num_draws
+    plan = [Block(1, head, False, 1)] if head and start < head else []
+    first = max(0, start - head) // thin  # draws (burn-in's included) done before start
+    for d in range(first, total, draws_per_block):
+        n = min(draws_per_block, total - d)
+        plan.append(Block(n, thin, n == draws_per_block, max(0, burn_draws - d)))
+    if trailing and start <= head + thin * total:
+        plan.append(Block(1, trailing, False, 1))
+    return plan
+
+
+def _draws_by(step: int, burn_in: int, num_draws: int, thin: int) -> tuple[int, int]:
+    """(draws taken by the end of step ``step``, burn-in's included; burn-in draws): draw j
+    is taken after step ``burn_in % thin + thin·(j + 1)``."""
+    burn_draws, head = divmod(burn_in, thin)
+    return min(max(0, step - head) // thin, burn_draws + num_draws), burn_draws
+
+
+def kept_by(step: int, burn_in: int, num_draws: int, thin: int,
+            mask: np.ndarray | None = None) -> int:
+    """Draws per chain kept by the end of step ``step``: those after burn-in, or, given
+    :func:`keep_mask`'s ``mask``, those it marks."""
+    done, burn_draws = _draws_by(step, burn_in, num_draws, thin)
+    if mask is not None:
+        return int(np.count_nonzero(mask[:done]))
+    return max(0, done - burn_draws)
+
+
+#: Steps whose ``keeps`` is evaluated at once on the host (bounds the host memory it takes).
+_KEEPS_CHUNK = 2**22
+
+
+def draw_steps(burn_in: int, num_draws: int, thin: int) -> np.ndarray:
+    """The 0-based step after which each draw is taken, burn-in's included:
+    t_j = burn_in mod thin + thin·(j + 1) − 1 (int64, one per draw)."""
+    burn_draws, head = divmod(burn_in, thin)
+    j = np.arange(burn_draws + num_draws, dtype=np.int64)
+    return head + thin * (j + 1) - 1
+
+
+def keep_mask(keeps: Callable, burn_in: int, num_draws: int, thin: int) -> np.ndarray:
+    """Which draws (burn-in's included) are kept: kept(j) = [j ≥ burn_in // thin] ∧
+    keeps(t_j), with t_j from :func:`draw_steps`. ``keeps`` is a kernel's
+    :meth:`~sgmc.contracts.kernel.Kernel.keeps`, called on int32 arrays of steps (as traced in the
+    loop, so that the host and the loop agree), a few million at a time."""
+    burn_draws = burn_in // thin
+    steps = draw_steps(burn_in, num_draws, thin)
+    mask = np.zeros(steps.shape, bool)
+    for a in range(burn_draws, len(steps), _KEEPS_CHUNK):
+        t = steps[a:a + _KEEPS_CHUNK]
+        got = np.asarray(keeps(jnp.asarray(t, jnp.int32)))
+        if got.shape not in ((), t.shape):
+            raise TypeError(f"keeps(t) must return one bool per step (shape {t.shape}), "
+                            f"got shape {got.shape}")
+        mask[a:a + len(t)] = np.broadcast_to(got.astype(bool), t.shape)
+    return mask
+
+
+def kept_in(block: Block, t0: int, burn_in: int, thin: int,
+            mask: np.ndarray) -> np.ndarray:
+    """Indices, within ``block`` (which starts at step ``t0``), of the draws it keeps: its
+    draws after its ``drop`` first ones that :func:`keep_mask`'s ``mask`` marks. The
+    blocks of leftover steps (before the first draw, after the last) keep none."""
+    if block.drop >= block.draws:
+        return np.zeros(0, np.int64)
+    first = (t0 - burn_in % thin) // thin  # the run's index of the block's first draw
+    local = mask[first + block.drop:first + block.draws]
+    return block.drop + np.flatnonzero(local)
+
+
+def draws_after(step: int, burn_in: int, num_draws: int, thin: int) -> int:
+    """Draws (burn-in's included) still to take after step ``step``."""
+    done, burn_draws = _draws_by(step, burn_in, num_draws, thin)
+    return burn_draws + num_draws - done
+
+
+def draws_for_seconds(seconds_per_draw: float, target: float, remaining: int) -> int:
+    """Draws per block so that a block takes about ``target`` seconds at the measured speed:
+    preferably a divisor of the ``remaining`` draws in [n/2, n] (every block full, one
+    compiled program), else n."""
+    n = max(1, min(remaining, int(target / max(seconds_per_draw, 1e-12))))
+    near = [d for i in range(1, math.isqrt(remaining) + 1) if remaining % i == 0
+            for d in (i, remaining // i) if (n + 1) // 2 <= d <= n]
+    return max(near) if near else n

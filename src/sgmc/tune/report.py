@@ -1,0 +1,74 @@
+"""What :func:`sgmc.warmup` returns: ``(tuned, start)`` as a :class:`Warmup`, with the
+:class:`WarmupReport` of what it measured and chose."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+__all__ = ["Warmup", "WarmupReport"]
+
+PyTree = Any
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmupReport:
+    """What :func:`warmup` measured and chose; passes are full data passes (per-example
+    gradient evaluations / N; a Hessian-vector product counts 2)."""
+
+    passes: dict          # by stage: "mode", "curvature", "noise", "draws", "check"
+    seconds: float
+    preconditioner: str   # identity | diagonal | dense | low_rank
+    curvature: tuple      # (λ_min, λ_max) of the whitened Hessian Lᵀ H L
+    raw_curvature: tuple  # (λ_min, λ_max) of H itself (nan for d > dense_max: H not formed)
+    noise: float          # B at the first step size: the largest eigenvalue of the whitened
+    #                       gradient-noise covariance where a run keeps its anchor
+    step_sizes: tuple     # one per replica (one for a plain sampler): the steps sample uses
+    friction: float | None
+    inflation: tuple      # at each step size, the predicted variance ratio farthest from 1
+    svrg_period: int | None
+    energy_at_mode: float
+    noise_se: float = math.nan    # standard error of the independent-draw measurement of B
+    noise_detail: dict = dataclasses.field(default_factory=dict)  # how B was measured:
+    #   rows, "independent" (B, SE) at an anchor independent of the point, "near" at 1/8 of
+    #   that distance, "ages" of the anchor, "at step" (B, SE, g) at the step's own distance
+    checks: tuple = ()    # the self-check's pilots (sgmc.tune.selfcheck.Check), in order
+    step_given: bool = False  # the step size was the user's (kept; no self-check)
+
+    @property
+    def total_passes(self) -> float:
+        return float(sum(self.passes.values()))
+
+    def __str__(self) -> str:
+        h = ", ".join(f"{v:.4g}" for v in self.step_sizes)
+        lines = [f"warmup: {self.total_passes:.1f} data passes ("
+                 + ", ".join(f"{k} {v:.1f}" for k, v in self.passes.items())
+                 + f"), {self.seconds:.1f} s",
+                 f"  preconditioner {self.preconditioner}; whitened curvature "
+                 f"[{self.curvature[0]:.3g}, {self.curvature[1]:.3g}] (raw "
+                 + (f"[{self.raw_curvature[0]:.3g}, {self.raw_curvature[1]:.3g}])"
+                    if math.isfinite(self.raw_curvature[0]) else "not formed for large d)")
+                 + f"; gradient noise B = {self.noise:.3g} ± {self.noise_se:.2g}",
+                 f"  step size {h}" + ("" if self.friction is None
+                                       else f", friction {self.friction:.4g}")
+                 + "; predicted inflation "
+                 + ", ".join(f"{v:.3f}" for v in self.inflation)]
+        if self.step_given:
+            lines.append("  step size given by the sampler (model units): kept, not checked")
+        if self.svrg_period is not None:
+            lines.append(f"  SVRG period {self.svrg_period}")
+        lines += [f"  check {c}" for c in self.checks]
+        return "\n".join(lines)
+
+
+class Warmup(tuple):
+    """``(tuned, start)``, as unpacked by ``tuned, start = sgmc.warmup(...)``, with the
+    :class:`WarmupReport` as ``.report``."""
+
+    report: WarmupReport
+
+    def __new__(cls, tuned: Any, start: PyTree, report: WarmupReport) -> Warmup:
+        out = super().__new__(cls, (tuned, start))
+        out.report = report
+        return out
