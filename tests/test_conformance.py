@@ -6,8 +6,8 @@ product of three lists, so a new piece is tested by adding one line to :data:`ES
 posterior (N = 40, d = 3, minibatch 4), :func:`test_contract` checks
 
 1. the protocols: the kernel is a :class:`sgmc.contracts.kernel.Kernel`, its estimator a
-   :class:`~sgmc.kernels.estimators.base.GradientEstimator`, its dynamics an
-   :class:`~sgmc.kernels.dynamics.base.Integrator` (a greedy rule an
+   :class:`~sgmc.contracts.estimator.GradientEstimator`, its dynamics an
+   :class:`~sgmc.contracts.integrator.Integrator` (a greedy rule an
    :class:`~sgmc.kernels.coupling.rules.ExchangeRule`), ``check``/``meta``/``init_evals`` answer;
 2. ``jax.jit`` of ``init`` then ``step`` (:data:`T` steps, so periodic work at t = 0 and
    t = 3 and the plain steps between are all run): the state's structure, shapes and dtypes
@@ -51,8 +51,8 @@ import pytest
 import sgmc
 from sgmc.contracts.kernel import REDUCTIONS, Kernel, check_info
 from sgmc.kernels.coupling.rules import ExchangeRule
-from sgmc.kernels.dynamics.base import Integrator, StepParams
-from sgmc.kernels.estimators.base import GradientEstimator
+from sgmc.contracts.integrator import Integrator, StepParams
+from sgmc.contracts.estimator import GradientEstimator
 from sgmc.kernels.sampler import sgnht
 from sgmc.rng import Rng, record, replay
 

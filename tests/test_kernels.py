@@ -19,7 +19,7 @@ import pytest
 import sgmc
 from sgmc._pytree import pytree_dataclass
 from sgmc.kernels.dynamics import StepParams
-from sgmc.kernels.estimators.base import Estimator
+from sgmc.contracts.estimator import Estimator
 
 D = 20_000  # coordinates: the noise variance of one step is estimated to ~1 % (se √(2/D))
 
@@ -216,7 +216,7 @@ def test_ewsg_x_from_the_context_the_dynamics_pass(kind, x_choice):
         new = _one_step(smp, theta, p, jax.random.key(2), h, tau)
     point, drift, offset = new.est
     overdamped = kind == "sgld"
-    from sgmc.kernels.estimators.base import Context
+    from sgmc.contracts.estimator import Context
     scale = math.sqrt(2 * h * tau * (1.0 if overdamped else FR))
     ctx = Context(t=jnp.int32(0), step_size=jnp.float32(h), temperature=jnp.float32(tau),
                   noise_scale=jnp.float32(scale), drift=drift,
@@ -242,7 +242,7 @@ def test_ewsg_x_from_the_context_the_dynamics_pass(kind, x_choice):
 def test_persistent_ewsg_keeps_the_index_whose_gradient_it_used():
     """persistent=True (the EWSG paper's Sec. 4.3 reading): the index chain's state after a
     step is the index whose gradient N∇L_I the step used, and the next step starts there."""
-    from sgmc.kernels.estimators.base import Context
+    from sgmc.contracts.estimator import Context
 
     rng = np.random.default_rng(0)
     data = jnp.asarray(rng.normal(size=(8, 2)) * 3.0, jnp.float32)   # distinct gradients

@@ -47,9 +47,9 @@ from scipy.optimize import brentq, fsolve
 
 import sgmc
 from linear_gaussian import gradient_noise_cov, moment_check
-from sgmc.io import store as _store
+from sgmc.io import sinks as _sinks
 from sgmc.kernels.dynamics import NoseHoover, NoseHooverState
-from sgmc.kernels.dynamics.base import Integrator
+from sgmc.contracts.integrator import Integrator
 from sgmc.kernels.sampler import sgnht
 from sgmc.rng import record
 from test_checkpoint import interrupt_after
@@ -431,8 +431,8 @@ def test_chains_thinning_and_checkpoint_resume(target, tmp_path, monkeypatch, th
     assert full.info["grad_evals"][0, -1] == 400 * BATCH
 
     path = tmp_path / "run.ckpt"
-    monkeypatch.setattr(_store.MemorySink, "append",
-                        interrupt_after(2, _store.MemorySink.append))
+    monkeypatch.setattr(_sinks.MemorySink, "append",
+                        interrupt_after(2, _sinks.MemorySink.append))
     with pytest.raises(sgmc.Interrupted):
         sgmc.sample(target["post"], sampler, **run, checkpoint=path, checkpoint_every=50)
     monkeypatch.undo()

@@ -8,8 +8,8 @@ with chains, thinning, checkpoints, streaming, meshes and counted cost for free.
 
 The pieces a sampler is composed of have their own contracts, in the modules that hold them:
 
-* :class:`sgmc.kernels.estimators.base.GradientEstimator` — how ∇U is estimated from a minibatch;
-* :class:`sgmc.kernels.dynamics.base.Integrator` — how the state moves given that estimate;
+* :class:`sgmc.contracts.estimator.GradientEstimator` — how ∇U is estimated from a minibatch;
+* :class:`sgmc.contracts.integrator.Integrator` — how the state moves given that estimate;
 * :class:`sgmc.kernels.coupling.rules.ExchangeRule` — how replicas exchange positions.
 
 ``docs/architecture.md`` shows each with a worked example of adding a new one.

@@ -31,7 +31,8 @@ from jax.sharding import Mesh
 
 from sgmc import _validate as check
 from sgmc._pytree import pytree_dataclass, replace, static
-from sgmc.kernels.coupling.replica import ReplicaExchange, replica_exchange
+from sgmc.kernels.coupling.ladder import replica_exchange
+from sgmc.kernels.coupling.replica import ReplicaExchange
 from sgmc.kernels.coupling.rules import GreedyRule, greedy_rule
 from sgmc.kernels.sampler import sgld
 from sgmc.model.oracle import TRACER_ERRORS, Objective, Problem

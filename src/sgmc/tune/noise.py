@@ -6,7 +6,7 @@ Laplace draws θ = mode + C ζ (C Cᵀ = H⁻¹ for small d; the preconditioner'
 d, where H is not formed), never at the point where the estimator stored its gradients.
 
 **Where the anchor is.** An estimator with a state that remembers earlier points (an SVRG
-anchor, SAGA's table; :meth:`~sgmc.kernels.estimators.base.Estimator.anchor_ages`) has an error that
+anchor, SAGA's table; :meth:`~sgmc.contracts.estimator.Estimator.anchor_ages`) has an error that
 grows with the distance between θ and the stored point a. A stationary chain keeps its anchor
 k steps old, k distributed as the estimator says, and θ − a then has covariance
 2(1 − ρ(k)) Var θ (ρ the chain's lag-k autocorrelation, a function of the step size:

@@ -9,6 +9,7 @@ Metropolis swap of reSGLD / VR-reSGLD, whose energies come from :func:`minibatch
 the GD×LD / SGD×SGLD optimiser.
 """
 
+from sgmc.contracts.replica import ReplicaBase
 from sgmc.kernels.coupling.energy import (
            CVEnergy,
            ExactEnergy,
@@ -17,14 +18,8 @@ from sgmc.kernels.coupling.energy import (
            exact_energy,
            minibatch_energy,
 )
-from sgmc.kernels.coupling.replica import (
-           ReplicaBase,
-           ReplicaExchange,
-           ReplicaState,
-           geometric_ladder,
-           replica_exchange,
-           round_trips,
-)
+from sgmc.kernels.coupling.ladder import geometric_ladder, replica_exchange, round_trips
+from sgmc.kernels.coupling.replica import ReplicaExchange, ReplicaState
 from sgmc.kernels.coupling.rules import (
            Exchange,
            ExchangeContext,

@@ -1,6 +1,6 @@
 """Dynamics: how the state moves given a gradient estimate (the dynamics axis)."""
 
-from sgmc.kernels.dynamics.base import StepParams
+from sgmc.contracts.integrator import StepParams
 from sgmc.kernels.dynamics.langevin import Langevin, LangevinState
 from sgmc.kernels.dynamics.nosehoover import NoseHoover, NoseHooverState
 from sgmc.kernels.dynamics.psgld import PSGLD, PSGLDState

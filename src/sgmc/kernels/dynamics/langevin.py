@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from sgmc._pytree import pytree_dataclass
-from sgmc.kernels.estimators.base import Context
+from sgmc.contracts.estimator import Context
 from sgmc.kernels.preconditioners import Identity
 from sgmc.rng import as_rng
 

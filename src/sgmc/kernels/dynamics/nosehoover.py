@@ -87,7 +87,7 @@ whitened kinetic energy qᵀq = pᵀM⁻¹p, whose stationary mean is τ d: the 
 one in z = L⁻¹θ.
 
 **Estimators.** The kick is described to the estimator in the
-:class:`~sgmc.kernels.estimators.base.Context`:
+:class:`~sgmc.contracts.estimator.Context`:
 ``noise_scale`` = √(2Ahτ), ``drift`` = (1 − ξ_k h) q_k
 and, for the "state unchanged" reading q_{k+1} = q_k, ``offset`` = ξ_k h q_k — SGHMC's Euler
 kick with the friction D replaced by the current ξ_k. EWSG's derivation (Li, Wang, Zha & Tao,
@@ -109,7 +109,7 @@ import jax.numpy as jnp
 
 from sgmc._pytree import pytree_dataclass, static
 from sgmc._tree import normal_like
-from sgmc.kernels.estimators.base import Context
+from sgmc.contracts.estimator import Context
 from sgmc.kernels.preconditioners import Identity
 from sgmc.rng import as_rng
 

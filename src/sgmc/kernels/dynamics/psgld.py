@@ -20,7 +20,7 @@ import jax.numpy as jnp
 
 from sgmc._pytree import pytree_dataclass
 from sgmc._tree import zeros_like
-from sgmc.kernels.estimators.base import Context
+from sgmc.contracts.estimator import Context
 from sgmc.rng import as_rng
 
 __all__ = ["PSGLD", "PSGLDState"]

@@ -45,7 +45,7 @@ import jax.numpy as jnp
 
 from sgmc._pytree import pytree_dataclass, static
 from sgmc._tree import normal_like
-from sgmc.kernels.estimators.base import Context
+from sgmc.contracts.estimator import Context
 from sgmc.kernels.preconditioners import Identity
 from sgmc.rng import as_rng
 

@@ -1,6 +1,6 @@
 """Gradient estimators: how ∇U is estimated from a minibatch (the estimator axis)."""
 
-from sgmc.kernels.estimators.base import SAMPLING_SCHEMES, Context, Estimator
+from sgmc.contracts.estimator import SAMPLING_SCHEMES, Context, Estimator
 from sgmc.kernels.estimators.batching import Batcher
 from sgmc.kernels.estimators.ewsg import EWSG, ewsg
 from sgmc.kernels.estimators.saga import SAGA, saga

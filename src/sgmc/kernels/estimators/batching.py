@@ -1,6 +1,6 @@
 """Drawing minibatch indices on the device.
 
-Two schemes (:data:`~sgmc.kernels.estimators.base.SAMPLING_SCHEMES`): i.i.d. uniform indices with
+Two schemes (:data:`~sgmc.contracts.estimator.SAMPLING_SCHEMES`): i.i.d. uniform indices with
 replacement (no state), or without replacement within an epoch: an epoch is ⌊N/b⌋ batches,
 consecutive slices of a pseudo-random permutation of 0..N−1 that is new every epoch (the
 last N mod b positions of an epoch's order are skipped). The permutation is never stored:

@@ -68,7 +68,7 @@ import jax.numpy as jnp
 
 from sgmc import _validate as check
 from sgmc._pytree import pytree_dataclass, replace, static
-from sgmc.kernels.estimators.base import SAMPLING_SCHEMES, Estimator
+from sgmc.contracts.estimator import SAMPLING_SCHEMES, Estimator
 from sgmc.kernels.estimators.svrg import svrg
 from sgmc.kernels.estimators.uniform import Uniform
 from sgmc.rng import as_rng
@@ -127,7 +127,7 @@ class EWSG(Estimator):
     def _x(self, problem, point, g0, ctx):
         """x (one pytree, shared by all slots) and the factor c with a_i = c ∇L_i, given the
         exact-term gradient g0 = ∇U₀(θ), from the kick the dynamics describe in ``ctx``
-        (:class:`~sgmc.kernels.estimators.base.Context`): x = (v' − drift + h∇U₀)/s for the
+        (:class:`~sgmc.contracts.estimator.Context`): x = (v' − drift + h∇U₀)/s for the
         reading v' of the kicked variable after the step."""
         h, scale = ctx.step_size, ctx.noise_scale
         if scale is None:

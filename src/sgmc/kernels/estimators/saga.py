@@ -32,7 +32,7 @@ import numpy as np
 
 from sgmc import _validate as check
 from sgmc._pytree import pytree_dataclass, static
-from sgmc.kernels.estimators.base import SAMPLING_SCHEMES, Estimator
+from sgmc.contracts.estimator import SAMPLING_SCHEMES, Estimator
 
 __all__ = ["SAGA", "SAGAState", "is_glm", "saga"]
 

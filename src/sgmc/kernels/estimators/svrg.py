@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from sgmc import _validate as check
 from sgmc._pytree import pytree_dataclass, replace, static
 from sgmc._tree import zeros_like
-from sgmc.kernels.estimators.base import SAMPLING_SCHEMES, Estimator
+from sgmc.contracts.estimator import SAMPLING_SCHEMES, Estimator
 
 __all__ = ["SVRG", "SVRGState", "control_variate", "svrg"]
 

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 
 from sgmc import _validate as check
 from sgmc._pytree import pytree_dataclass, static
-from sgmc.kernels.estimators.base import SAMPLING_SCHEMES, Estimator
+from sgmc.contracts.estimator import SAMPLING_SCHEMES, Estimator
 
 __all__ = ["Uniform", "uniform"]
 

@@ -7,7 +7,7 @@ An integrator (a "dynamics") is a pytree dataclass with
   NamedTuple with at least ``position`` and ``est`` (the estimator's state);
 * ``step(problem, estimator, state, batch, rng, params) -> (state, n_evals)``: it asks
   ``estimator.estimate(problem, state.est, point, batch, rng_est, ctx)`` for the gradient
-  at the point it chooses, filling the :class:`~sgmc.kernels.estimators.base.Context` ``ctx``, and
+  at the point it chooses, filling the :class:`~sgmc.contracts.estimator.Context` ``ctx``, and
   draws its noise from ``rng`` (an :class:`sgmc.rng.Rng`).
 
 ``params`` is a :class:`StepParams` with this step's step size and temperature, passed in
