@@ -41,7 +41,7 @@ import numpy as np
 
 import sgmc
 from sgmc.kernels.sampler import Sampler, SamplerState
-from sgmc.lab.bench import (
+from sgmc.lab.bench_common import (
     CompileCounter,
     Timing,
     best,
@@ -51,10 +51,10 @@ from sgmc.lab.bench import (
     sgmc_keys,
     sgmc_variant,
 )
-from sgmc.lab.bench import load_average as _load
-from sgmc.lab.bench import loop_variant as _loop_variant
-from sgmc.lab.bench import source_version as _source_version
-from sgmc.lab.bench import verdict as _verdict
+from sgmc.lab.bench_common import load_average as _load
+from sgmc.lab.bench_common import loop_variant as _loop_variant
+from sgmc.lab.bench_common import source_version as _source_version
+from sgmc.lab.bench_common import verdict as _verdict
 
 _IMPLS = {"threefry": "threefry2x32", "rbg": "rbg"}
 
@@ -172,7 +172,7 @@ def make_vmapped_scan(cfg: Config) -> Callable[..., jax.Array]:
 
 
 # --------------------------------------------------------------------------------------
-# Checks (the timing harness lives in sgmc.lab.bench).
+# Checks (the timing harness lives in sgmc.lab.bench_common).
 # --------------------------------------------------------------------------------------
 
 

@@ -64,6 +64,14 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 import sgmc
+from sgmc.lab.bench_common import (
+    BenchConfig,
+    best,
+    device_variant,
+    interleaved,
+    peak_rss_mib,
+    table,
+)
 
 __all__ = ["bench_nn", "build", "loops", "peak_rss"]
 
@@ -249,10 +257,6 @@ def _reset_peak() -> bool:
 def _rss_child(spec: dict) -> dict[str, float]:
     """The body of :func:`peak_rss`'s process: the peak RSS of ``sgmc.sample`` alone (the
     peak is reset after the model and data are built, where Linux allows it)."""
-    import time
-
-    from sgmc.lab.bench import peak_rss_mib
-
     post, init, apply = build(spec["model"], spec["num_data"], spec["hidden"],
                               tuple(spec["channels"]))
     steps, b = spec["num_steps"], spec["batch_size"]
@@ -297,8 +301,6 @@ def _statistics_cost(us: dict, post, sampler, init, steps: int, seed: int,
     """The drift statistics' cost from the timed runs ``us`` (µs per step): their share of a
     step at the suite's ``thin`` and per kept draw at ``thin=1``; and the end-of-run drift
     test on a ``thin=1`` run's draws (best of 3) against that run's sampling time."""
-    from sgmc.lab.bench import _table
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sgmc.SamplingWarning)
         res = sgmc.sample(post, sampler, init, steps, seed=seed, progress=False)
@@ -312,24 +314,21 @@ def _statistics_cost(us: dict, post, sampler, init, steps: int, seed: int,
            "per_draw_share_of_step": (us["SGHMC, every draw stored"] - stored) / bare,
            "diagnose_seconds": min(seconds),
            "diagnose_share_of_run": min(seconds) / float(res.meta["sampling_time"])}
-    _table(f"[nn] MLP: the drift statistics (one minibatch energy per kept draw, "
-           f"sample(diagnose=True)) and the end-of-run drift test of {res.num_draws:,} draws",
-           ("cost", "value", "target"),
-           [(f"recording, share of a step at thin {thin}",
-             f"{100 * out['share_of_step_at_thin']:.1f} %", "≤ 3 %"),
-            ("recording, per kept draw (thin 1), share of a step",
-             f"{100 * out['per_draw_share_of_step']:.0f} %", ""),
-            ("drift test at the end, ms", f"{1e3 * out['diagnose_seconds']:.1f}", ""),
-            ("drift test, share of the run's sampling time",
-             f"{100 * out['diagnose_share_of_run']:.2f} %", "")])
+    table(f"[nn] MLP: the drift statistics (one minibatch energy per kept draw, "
+          f"sample(diagnose=True)) and the end-of-run drift test of {res.num_draws:,} draws",
+          ("cost", "value", "target"),
+          [(f"recording, share of a step at thin {thin}",
+            f"{100 * out['share_of_step_at_thin']:.1f} %", "≤ 3 %"),
+           ("recording, per kept draw (thin 1), share of a step",
+            f"{100 * out['per_draw_share_of_step']:.0f} %", ""),
+           ("drift test at the end, ms", f"{1e3 * out['diagnose_seconds']:.1f}", ""),
+           ("drift test, share of the run's sampling time",
+            f"{100 * out['diagnose_share_of_run']:.2f} %", "")])
     return out
 
 
-def bench_nn(cfg: Any) -> dict[str, Any]:
-    """The suite (module docstring) at the sizes of ``cfg``, a
-    :class:`sgmc.lab.bench.BenchConfig`."""
-    from sgmc.lab.bench import _table, best, device_variant, interleaved
-
+def bench_nn(cfg: BenchConfig) -> dict[str, Any]:
+    """The suite (module docstring) at the sizes of ``cfg``."""
     if _flax() is None:
         print("\n[nn] skipped: flax or optax is not importable (pip install 'sgmc[nn]')")
         return {"skipped": "flax or optax is not importable"}
@@ -383,24 +382,24 @@ def bench_nn(cfg: Any) -> dict[str, Any]:
             res_model.setdefault("ratios", {})[name] = {
                 "over_sgd": us[name] / sgd, "over_floor": us[name] / floor,
                 "budget_us": budget, "over_budget": ratio}
-        _table(f"[nn] {model.upper()} ({d:,} parameters): µs per step, best of {cfg.repeats} "
-               f"(sgmc: thin {thin}, sampling_time{', unrolled blocks' if unrolled else ''}; "
-               "÷ SGD and ÷ floor: the faster loop of each)",
-               ("loop", "µs/step", "÷ SGD", "÷ floor", "gradients/step", "budget µs",
-                "÷ budget", "target"), rows)
+        table(f"[nn] {model.upper()} ({d:,} parameters): µs per step, best of {cfg.repeats} "
+              f"(sgmc: thin {thin}, sampling_time{', unrolled blocks' if unrolled else ''}; "
+              "÷ SGD and ÷ floor: the faster loop of each)",
+              ("loop", "µs/step", "÷ SGD", "÷ floor", "gradients/step", "budget µs",
+               "÷ budget", "target"), rows)
         hmc = us["SGHMC"]
         shares = {"gradient (SGD step)": sgd / hmc, "noise (floor − SGD)": (floor - sgd) / hmc,
                   "sgmc bookkeeping (SGHMC − floor)": (hmc - floor) / hmc}
         res_model["shares"] = shares
         costs = step_costs(post, init, b, lr, _samplers(n, b)["SGHMC"][0])
         res_model["xla_cost_per_step"] = costs
-        _table(f"[nn] {model.upper()}: where SGHMC's step goes (shares by subtraction) and "
-               "XLA's cost analysis of one step", ("part", "share of SGHMC step"),
-               [(k, f"{100 * v:.0f} %") for k, v in shares.items()])
+        table(f"[nn] {model.upper()}: where SGHMC's step goes (shares by subtraction) and "
+              "XLA's cost analysis of one step", ("part", "share of SGHMC step"),
+              [(k, f"{100 * v:.0f} %") for k, v in shares.items()])
         ref = costs["SGD + noise"]["bytes"]
-        _table("", ("one step", "Mflop", "MB accessed", "÷ SGD + noise (bytes)"),
-               [(k, v["flops"] / 1e6, v["bytes"] / 1e6, v["bytes"] / ref)
-                for k, v in costs.items()])
+        table("", ("one step", "Mflop", "MB accessed", "÷ SGD + noise (bytes)"),
+              [(k, v["flops"] / 1e6, v["bytes"] / 1e6, v["bytes"] / ref)
+               for k, v in costs.items()])
         if model == "mlp":
             res_model["drift_statistics"] = _statistics_cost(
                 us, post, _samplers(n, b)["SGHMC"][0], init, steps, cfg.seed, thin)
@@ -416,8 +415,8 @@ def bench_nn(cfg: Any) -> dict[str, Any]:
             rows.append((f"{steps_rss:,} steps, "
                          f"{'100 draws kept' if store else 'no draws, predict='}",
                          r["draws"], r["rss_before_run_mib"], r["peak_rss_mib"], r["seconds"]))
-    _table("[nn] peak resident memory of SGHMC on the MLP, one fresh process per run (MiB)",
-           ("run", "draws", "RSS before sample", "peak RSS in sample", "seconds"), rows)
+    table("[nn] peak resident memory of SGHMC on the MLP, one fresh process per run (MiB)",
+          ("run", "draws", "RSS before sample", "peak RSS in sample", "seconds"), rows)
     return out
 
 

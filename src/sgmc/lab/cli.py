@@ -1,4 +1,5 @@
-"""The ``sgmc`` command line: ``sgmc demo`` (the main job) and ``sgmc reproduce NAME``."""
+"""The ``sgmc`` command line: ``sgmc demo`` (the main job), ``sgmc reproduce NAME`` and
+``sgmc bench``."""
 
 from __future__ import annotations
 
