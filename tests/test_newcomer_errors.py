@@ -53,7 +53,7 @@ def test_vector_loglik_names_loglik_and_batched(data, nothing_compiled):
             r"datum\) must return a scalar log-likelihood of ONE datum \(one row of the data "
             r"along its leading axis\).*jnp\.sum.*batched=True")) as info:
         _sample(post, jnp.zeros(D))
-    assert isinstance(info.value, sgmc.model.oracle.ModelShapeError)
+    assert isinstance(info.value, sgmc.model.checks.ModelShapeError)
     with pytest.raises(ValueError, match=r"^loglik returned shape \(30,\)"):
         _sample(post, jnp.zeros(D), num_chains=4)
 

@@ -1,4 +1,4 @@
-"""NumPyro models as problems (``sgmc.Posterior.from_numpyro``, sgmc.model.numpyro).
+"""NumPyro models as problems (``sgmc.from_numpyro``, sgmc.model.numpyro).
 
 The oracle is checked against NumPyro's own potential energy (``numpyro.infer.util.
 potential_energy``: −log joint on the unconstrained scale, Jacobians included) on the same
@@ -92,7 +92,7 @@ def _random_z(post, seed):
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_energy_and_gradient_are_numpyros_potential_energy(name):
     model, args = MODELS[name]
-    post = sgmc.Posterior.from_numpyro(model, *args, chunk_size=4)  # chunks + remainder
+    post = sgmc.from_numpyro(model, *args, chunk_size=4)  # chunks + remainder
     reference = jax.jit(jax.value_and_grad(lambda z: potential_energy(model, args, {}, z)))
     ours = jax.jit(lambda z: (post.full_energy(z), post.full_grad(z)))
     for seed in range(3):
@@ -105,7 +105,7 @@ def test_energy_and_gradient_are_numpyros_potential_energy(name):
 
 
 def test_rows_are_the_observed_sites_log_densities():
-    post = sgmc.Posterior.from_numpyro(regression, X, Y)
+    post = sgmc.from_numpyro(regression, X, Y)
     theta = {"w": jnp.array([0.5, -1.0, 0.2]), "sigma": jnp.asarray(0.8)}
     z = post.unconstrain(theta)
     for idx in (jnp.array([3, 7, 7, 30]), jnp.array([5]),
@@ -127,7 +127,7 @@ def test_conjugate_variance_posterior_is_sampled_exactly():
             numpyro.sample("x", dist.Normal(0.0, jnp.sqrt(v)),
                            obs=numpyro.subsample(x, event_dim=0))
 
-    post = sgmc.Posterior.from_numpyro(model, x)
+    post = sgmc.from_numpyro(model, x)
     a1, b1 = 2.0 + x.size / 2, 2.0 + float(np.sum(x.astype(np.float64) ** 2)) / 2
     res = sgmc.sample(post, sgmc.sgld(step_size=0.003), {"v": 1.0}, num_steps=6000,
                       num_chains=16, burn_in=1000, seed=0)
@@ -150,7 +150,7 @@ SAMPLERS = {
 def test_replica_exchange_reports_every_replica_constrained():
     """output="all": each replica's point goes through the model on its own (a
     deterministic site mixing parameters would broadcast across replicas otherwise)."""
-    post = sgmc.Posterior.from_numpyro(schools, *SCHOOLS)
+    post = sgmc.from_numpyro(schools, *SCHOOLS)
     rx = sgmc.replica_exchange(sgmc.sgld(step_size=1e-3), temperatures=[1.0, 3.0, 9.0],
                                output="all")
     res = sgmc.sample(post, rx, {"mu": 0.0, "tau": 1.0, "eta": np.zeros(8)}, num_steps=20,
@@ -164,7 +164,7 @@ def test_replica_exchange_reports_every_replica_constrained():
 
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
 def test_every_sampler_runs_and_reports_sites(name):
-    post = sgmc.Posterior.from_numpyro(regression, X, Y)
+    post = sgmc.from_numpyro(regression, X, Y)
     res = sgmc.sample(post, SAMPLERS[name], {"w": np.zeros(3), "sigma": 1.0},
                       num_steps=100, num_chains=2, seed=0)
     assert set(res.samples) == {"w", "sigma"}
@@ -175,7 +175,7 @@ def test_every_sampler_runs_and_reports_sites(name):
 
 
 def test_deterministic_sites_are_reported_and_accepted_back_as_init():
-    post = sgmc.Posterior.from_numpyro(schools, *SCHOOLS)
+    post = sgmc.from_numpyro(schools, *SCHOOLS)
     init = {"mu": 0.0, "tau": 1.0, "eta": np.zeros(8)}
     res = sgmc.sample(post, sgmc.sgld(step_size=1e-3), init, num_steps=50, num_chains=2,
                       seed=0)
@@ -189,14 +189,14 @@ def test_deterministic_sites_are_reported_and_accepted_back_as_init():
 
 
 def test_checkpoint_resume_is_bitwise(tmp_path):
-    post = sgmc.Posterior.from_numpyro(regression, X, Y)
+    post = sgmc.from_numpyro(regression, X, Y)
     smp = sgmc.sgld(step_size=1e-4, batch_size=8)
     kw = dict(num_steps=120, num_chains=2, seed=3, draws_per_block=20)
     init = {"w": np.zeros(3), "sigma": 1.0}
     whole = sgmc.sample(post, smp, init, **kw)
     path = tmp_path / "run.ckpt"
     sgmc.sample(post, smp, init, checkpoint=path, checkpoint_every=40, **kw)
-    again = sgmc.resume(path, sgmc.Posterior.from_numpyro(regression, X, Y), smp)
+    again = sgmc.resume(path, sgmc.from_numpyro(regression, X, Y), smp)
     for k in ("w", "sigma"):
         np.testing.assert_array_equal(np.asarray(again.samples[k]),
                                       np.asarray(whole.samples[k]))
@@ -225,17 +225,17 @@ def test_models_sgmc_cannot_sample_are_refused_by_name():
 
     y = np.arange(6, dtype=np.float32)
     with pytest.raises(ValueError, match=r"no numpyro\.plate named 'data'"):
-        sgmc.Posterior.from_numpyro(no_plate, y)
+        sgmc.from_numpyro(no_plate, y)
     with pytest.raises(ValueError, match="latent site 'z' is inside the plate"):
-        sgmc.Posterior.from_numpyro(local_latent, y)
+        sgmc.from_numpyro(local_latent, y)
     with pytest.raises(ValueError, match="latent site 'k' is discrete"):
-        sgmc.Posterior.from_numpyro(discrete, y)
+        sgmc.from_numpyro(discrete, y)
     with pytest.raises(ValueError, match=r"numpyro\.subsample"):
-        sgmc.Posterior.from_numpyro(not_subsampled, y)
+        sgmc.from_numpyro(not_subsampled, y)
 
 
 def test_init_is_checked_on_the_constrained_scale():
-    post = sgmc.Posterior.from_numpyro(regression, X, Y)
+    post = sgmc.from_numpyro(regression, X, Y)
     smp = sgmc.sgld(step_size=1e-4)
     with pytest.raises(ValueError, match=r"init\['sigma'\] is outside the support"):
         sgmc.sample(post, smp, {"w": np.zeros(3), "sigma": -1.0}, num_steps=10)

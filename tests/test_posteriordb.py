@@ -1,4 +1,4 @@
-"""sgmc on the five posteriordb posteriors, through ``sgmc.Posterior.from_numpyro``, against
+"""sgmc on the five posteriordb posteriors, through ``sgmc.from_numpyro``, against
 Stan's NUTS reference draws (issue 19, item 5).
 
 Each posterior's NumPyro model (:data:`sgmc.lab.experiments.posteriordb.MODELS`) is sampled by SGHMC
@@ -121,7 +121,7 @@ def _load(name: str) -> tuple[dict, dict[str, np.ndarray]]:
 def _posterior(name: str) -> sgmc.Posterior:
     data, _ = _load(name)
     model, args_from_data = pdb.MODELS[name]
-    return sgmc.Posterior.from_numpyro(model, *args_from_data(data))
+    return sgmc.from_numpyro(model, *args_from_data(data))
 
 
 def posterior_mode(post, seed: int = 0) -> dict:

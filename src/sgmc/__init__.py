@@ -43,8 +43,8 @@ from sgmc.kernels.cyclical import cyclical
 from sgmc.kernels.estimators import control_variate, ewsg, saga, svrg, uniform
 from sgmc.kernels.sampler import psgld, sghmc, sgld, sgnht
 from sgmc.model.constraints import Constraints
-from sgmc.model.numpyro import NumPyroPosterior
-from sgmc.model.oracle import Objective, Posterior
+from sgmc.model.numpyro import NumPyroPosterior, from_numpyro
+from sgmc.model.posterior import Objective, Posterior
 from sgmc.model.stream import Stream
 from sgmc.result import Result
 from sgmc.run import resume, sample
@@ -75,6 +75,7 @@ __all__ = [
     "diagnostics",
     "ewsg",
     "exact_energy",
+    "from_numpyro",
     "gd",
     "gd_x_ld",
     "geometric_ladder",

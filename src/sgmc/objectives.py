@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgmc import _validate as check
-from sgmc.model.oracle import Objective
+from sgmc.model.posterior import Objective
 
 __all__ = ["KDE_VARIANCE", "WELL_VARIANCE", "GaussianWells", "gaussian_wells", "griewank",
            "kde_wells", "rastrigin", "wells_regulariser"]

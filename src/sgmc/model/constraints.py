@@ -14,7 +14,7 @@ Jacobians are a maintained library's, not ours. NumPyro is the optional extra
 ``pip install "sgmc[numpyro]"``.
 
 Used by :class:`sgmc.Posterior` (``constraints=``) and its NumPyro form
-(:meth:`sgmc.Posterior.from_numpyro`, whose constraints come from the model's supports).
+(:func:`sgmc.from_numpyro`, whose constraints come from the model's supports).
 """
 
 from __future__ import annotations

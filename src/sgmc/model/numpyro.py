@@ -1,4 +1,4 @@
-"""A NumPyro model as an sgmc problem: :meth:`sgmc.Posterior.from_numpyro`.
+"""A NumPyro model as an sgmc problem: :func:`sgmc.from_numpyro`.
 
 The model's data rows enter through NumPyro's own minibatch construct,
 ``numpyro.plate("data", N, subsample_size=...)`` with ``numpyro.subsample(x, event_dim)``
@@ -44,7 +44,7 @@ from sgmc.model.oracle import Problem
 
 PyTree = Any
 
-__all__ = ["NumPyroPosterior"]
+__all__ = ["NumPyroPosterior", "from_numpyro"]
 
 
 def _numpyro():
@@ -52,7 +52,7 @@ def _numpyro():
         import numpyro
         from numpyro import handlers
     except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError('Posterior.from_numpyro needs NumPyro: pip install "sgmc[numpyro]"'
+        raise ImportError('sgmc.from_numpyro needs NumPyro: pip install "sgmc[numpyro]"'
                           ) from err
     return numpyro, handlers
 
@@ -123,10 +123,54 @@ def _in_plate(site: dict, plate: str) -> Any:
     return None
 
 
+def from_numpyro(model: Callable, *args: Any, chunk_size: int = 1024,
+                 plate: str = "data", **kwargs: Any) -> NumPyroPosterior:
+    """The posterior of a NumPyro model, called as ``model(*args, **kwargs)`` (its data
+    included), as an sgmc problem.
+
+    The data rows must enter through ``with numpyro.plate("data", N,
+    subsample_size=...):`` with ``numpyro.subsample(x, event_dim=...)`` for each
+    per-row array: sgmc's minibatches replace the plate's subsample (the
+    ``subsample_size`` given in the model is ignored; the sampler's ``batch_size``
+    decides). The observed sites in the plate are the per-datum likelihood (what
+    SVRG, SAGA and EWSG reduce the variance of); the latent sites' priors, observed
+    sites outside the plate and ``numpyro.factor`` terms are the exact term. Latent
+    sites are sampled on the unconstrained scale through NumPyro's transforms with the
+    log-Jacobian added; ``init`` is a dict keyed by latent site name on the
+    constrained scale, and ``res.samples`` is a dict keyed by site name on the
+    constrained scale (with the deterministic sites outside the plate). Needs NumPyro
+    (``pip install "sgmc[numpyro]"``). See the module docstring and docs/numpyro.md.
+
+    Args:
+        model: the NumPyro model (a function).
+        *args: the model's positional arguments. Arrays among the arguments are passed
+            to the compiled code as data (validated and cast as data are); other values
+            are fixed.
+        **kwargs: the model's keyword arguments (as ``*args``).
+        chunk_size: rows per chunk in full-data passes.
+        plate: the name of the plate that holds the data rows.
+
+    Example:
+        >>> def model(x, y=None):                                     # doctest: +SKIP
+        ...     w = numpyro.sample("w", dist.Normal(0, 1).expand([x.shape[1]]))
+        ...     sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
+        ...     with numpyro.plate("data", x.shape[0], subsample_size=100):
+        ...         xb = numpyro.subsample(x, event_dim=1)
+        ...         yb = numpyro.subsample(y, event_dim=0)
+        ...         numpyro.sample("y", dist.Normal(xb @ w, sigma), obs=yb)
+        >>> post = sgmc.from_numpyro(model, X, y)                     # doctest: +SKIP
+        >>> res = sgmc.sample(post, sgmc.sgld(1e-4, batch_size=100),
+        ...                   {"w": np.zeros(d), "sigma": 1.0}, num_steps=10_000)
+        >>> res.samples["sigma"].shape                                # doctest: +SKIP
+        (1, 10000)
+    """
+    return NumPyroPosterior(model, *args, chunk_size=chunk_size, plate=plate, **kwargs)
+
+
 @pytree_dataclass
 class NumPyroPosterior(Problem):
     """The posterior of a NumPyro model (see the module docstring): built by
-    :meth:`sgmc.Posterior.from_numpyro`. ``data`` are the row indices 0..N−1 (what the
+    :func:`sgmc.from_numpyro`. ``data`` are the row indices 0..N−1 (what the
     sampler's minibatches draw); the model's own arrays are ``arrays``."""
 
     #: How the preflight checks name the two terms (sgmc.run.preflight).
@@ -150,7 +194,7 @@ class NumPyroPosterior(Problem):
         from sgmc.model.stream import Stream
 
         if any(isinstance(a, Stream) for a in jax.tree.leaves((args, kwargs))):
-            raise TypeError("Posterior.from_numpyro does not take an sgmc.Stream: the model "
+            raise TypeError("sgmc.from_numpyro does not take an sgmc.Stream: the model "
                             "indexes its own arrays, which must fit on the device")
         arrays, layout = _split_args(args, kwargs)
         object.__setattr__(self, "arrays", arrays)

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgmc import _validate as check
-from sgmc.model.oracle import Posterior
+from sgmc.model.posterior import Posterior
 from sgmc.models._common import GaussianLogPrior, check_xy, xy_data
 
 __all__ = ["linear_regression", "linear_regression_posterior", "synthetic_linear_data"]

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgmc import _validate as check
-from sgmc.model.oracle import Posterior
+from sgmc.model.posterior import Posterior
 
 __all__ = ["mixture_density", "mixture_posterior", "synthetic_mixture_data"]
 

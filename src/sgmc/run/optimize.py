@@ -35,7 +35,9 @@ from sgmc.kernels.coupling.ladder import replica_exchange
 from sgmc.kernels.coupling.replica import ReplicaExchange
 from sgmc.kernels.coupling.rules import GreedyRule, greedy_rule
 from sgmc.kernels.sampler import sgld
-from sgmc.model.oracle import TRACER_ERRORS, Objective, Problem
+from sgmc.model.checks import TRACER_ERRORS
+from sgmc.model.oracle import Problem
+from sgmc.model.posterior import Objective
 from sgmc.run import preflight
 from sgmc.run.api import start
 from sgmc.run.mesh import check_mesh

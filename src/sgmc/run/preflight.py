@@ -31,7 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgmc import _validate as check
-from sgmc.model.oracle import Objective, Posterior, Problem
+from sgmc.model.oracle import Problem
+from sgmc.model.posterior import Objective, Posterior
 from sgmc.run.loop import MAX_CHUNK
 from sgmc.schedules import Schedule
 

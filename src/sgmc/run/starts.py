@@ -13,7 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgmc._tree import all_finite, as_float_tree
-from sgmc.model.oracle import ModelShapeError, Problem, leading_size, shapes_text
+from sgmc.model.checks import ModelShapeError, leading_size, shapes_text
+from sgmc.model.oracle import Problem
 
 __all__ = ["chain_positions", "has_convolution"]
 

@@ -33,7 +33,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from sgmc.model.oracle import Objective, Problem
+from sgmc.model.oracle import Problem
+from sgmc.model.posterior import Objective
 
 __all__ = ["NAMES", "STREAM", "names", "stacks_replicas", "statistics"]
 

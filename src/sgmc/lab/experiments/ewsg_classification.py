@@ -67,7 +67,7 @@ from sgmc.errors import DivergenceError
 from sgmc.lab.experiments import Experiment
 from sgmc.lab.experiments import verdict as V
 from sgmc.lab.experiments._plot import pyplot, save
-from sgmc.model.oracle import Posterior
+from sgmc.model.posterior import Posterior
 
 LOGISTIC_BATCH = 50
 LOGISTIC_FRICTION = 50.0

@@ -12,7 +12,7 @@ the repository). Each posterior's folder holds ``model.stan``, ``data.json.zip``
 >>> model, args_from_data = posteriordb.MODELS["kidiq-kidscore_momiq"]
 >>> # model(*args_from_data(data), subsample_size=None) is Stan's model, as a NumPyro model
 
-Every model is written the way ``sgmc.Posterior.from_numpyro(model, *args)`` consumes it: the
+Every model is written the way ``sgmc.from_numpyro(model, *args)`` consumes it: the
 global (latent) sites are sampled outside one ``numpyro.plate("data", N,
 subsample_size=subsample_size)``; every per-row array enters that plate through
 ``numpyro.subsample(x, event_dim=...)``; the observed sites are inside it. ``subsample_size``

@@ -115,7 +115,7 @@ def posteriordb_case(name: str, root: Any = None
     ``root``: the data root (:func:`sgmc.lab.experiments.posteriordb.data_folder`)."""
     data, ref = pdb.load(name, root)
     model, args = pdb.MODELS[name]
-    post = sgmc.Posterior.from_numpyro(model, *args(data))
+    post = sgmc.from_numpyro(model, *args(data))
     return post, ref, post.initial_point(0)
 
 
