@@ -19,7 +19,7 @@ import pytest
 import sgmc
 from checkpoint_run import EVERY, INIT, RUN, problem, sampler
 from sgmc.io import checkpoint
-from sgmc.io import store as _store
+from sgmc.io import sinks as _sinks
 
 HERE = Path(__file__).resolve().parent
 
@@ -79,7 +79,7 @@ def interrupt_after(n, append):
 @pytest.mark.parametrize("stream", [False, True], ids=["memory", "stream"])
 def test_ctrl_c_keeps_every_draw_and_resumes(full, tmp_path, monkeypatch, stream):
     path = tmp_path / "run.ckpt"
-    sink_cls = _store.DiskSink if stream else _store.MemorySink
+    sink_cls = _sinks.DiskSink if stream else _sinks.MemorySink
     monkeypatch.setattr(sink_cls, "append", interrupt_after(3, sink_cls.append))
     folder = tmp_path / "draws" if stream else None
     with pytest.raises(sgmc.Interrupted) as info:

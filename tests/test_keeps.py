@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc.io import store as _store
+from sgmc.io import sinks as _sinks
 from sgmc.run import plan
 from test_checkpoint import interrupt_after
 
@@ -117,7 +117,7 @@ def test_streamed_kept_draws(full, tmp_path):
 @pytest.mark.parametrize("stream", [False, True], ids=["memory", "stream"])
 def test_kept_draws_through_a_resume(full, tmp_path, monkeypatch, stream):
     path = tmp_path / "run.ckpt"
-    sink_cls = _store.DiskSink if stream else _store.MemorySink
+    sink_cls = _sinks.DiskSink if stream else _sinks.MemorySink
     monkeypatch.setattr(sink_cls, "append", interrupt_after(3, sink_cls.append))
     with pytest.raises(sgmc.Interrupted) as info:
         sgmc.sample(problem(), Alternating(sampler()), INIT, **RUN, draws_per_block=4,

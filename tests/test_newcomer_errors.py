@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc.io import store as _store
+from sgmc.io import sinks as _sinks
 from sgmc.run import api, preflight
 from test_checkpoint import interrupt_after
 
@@ -257,8 +257,8 @@ def test_a_run_with_init_spread_resumes_bitwise(small, tmp_path, monkeypatch):
     run = dict(num_steps=40, num_chains=3, seed=2, init_spread=1.5, draws_per_block=10)
     smp = sgmc.sgld(1e-3, batch_size=10)
     full = sgmc.sample(small, smp, jnp.zeros(3), **run)
-    monkeypatch.setattr(_store.MemorySink, "append",
-                        interrupt_after(2, _store.MemorySink.append))
+    monkeypatch.setattr(_sinks.MemorySink, "append",
+                        interrupt_after(2, _sinks.MemorySink.append))
     path = tmp_path / "run.ckpt"
     with pytest.raises(sgmc.Interrupted):
         sgmc.sample(small, smp, jnp.zeros(3), **run, checkpoint=path, checkpoint_every=10)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import sgmc
-from sgmc.io import store as _store
+from sgmc.io import sinks as _sinks
 from sgmc.result import pool_moments
 from test_checkpoint import interrupt_after
 from test_keeps import Alternating
@@ -115,13 +115,13 @@ def test_predictive_through_a_resume(tmp_path, monkeypatch, store):
     full = run("keeps-mask", store)
     path = tmp_path / "run.ckpt"
     if store:
-        monkeypatch.setattr(_store.MemorySink, "append",
-                            interrupt_after(4, _store.MemorySink.append))
+        monkeypatch.setattr(_sinks.MemorySink, "append",
+                            interrupt_after(4, _sinks.MemorySink.append))
         with pytest.raises(sgmc.Interrupted):
             sgmc.sample(problem(), kernel(), INIT, **args, checkpoint=path, checkpoint_every=48)
         monkeypatch.undo()
     else:  # nothing is stored: stop the run at its second checkpoint instead
-        from sgmc.run import run as run_mod
+        from sgmc.run import host as run_mod
 
         save, calls = run_mod.Run.save_checkpoint, []
 

@@ -43,10 +43,10 @@ def _sampler():
 
 def _interrupted_checkpoint(tmp_path, problem, sampler, monkeypatch, after=3, **run):
     """A checkpoint of an unfinished run (Ctrl-C after ``after`` blocks)."""
-    from sgmc.io import store as _store
+    from sgmc.io import sinks as _sinks
 
     path = tmp_path / "run.ckpt"
-    append, calls = _store.MemorySink.append, []
+    append, calls = _sinks.MemorySink.append, []
 
     def interrupting(sink, *args):
         append(sink, *args)
@@ -55,7 +55,7 @@ def _interrupted_checkpoint(tmp_path, problem, sampler, monkeypatch, after=3, **
             raise KeyboardInterrupt
 
     with monkeypatch.context() as m:
-        m.setattr(_store.MemorySink, "append", interrupting)
+        m.setattr(_sinks.MemorySink, "append", interrupting)
         with pytest.raises(sgmc.Interrupted):
             sgmc.sample(problem, sampler, jnp.zeros(2), checkpoint=path, **dict(RUN, **run))
     return path

@@ -31,7 +31,7 @@ from scipy import stats
 import sgmc
 from linear_gaussian import predicted_cov
 from sgmc import stationarity as st
-from sgmc.io import store as _store
+from sgmc.io import sinks as _sinks
 from sgmc.models.linear import linear_regression_posterior, synthetic_linear_data
 from test_checkpoint import interrupt_after
 
@@ -167,8 +167,8 @@ def test_statistics_resume_bitwise(regression, tmp_path, monkeypatch, store):
               store_draws=store, predict=None if store else (lambda th: th))
     full = _quiet(post, sgmc.sgld(1e-4, batch_size=50), mu, **kw)
     path = tmp_path / "run.ckpt"
-    monkeypatch.setattr(_store.MemorySink, "append",
-                        interrupt_after(2, _store.MemorySink.append))
+    monkeypatch.setattr(_sinks.MemorySink, "append",
+                        interrupt_after(2, _sinks.MemorySink.append))
     with pytest.raises(sgmc.Interrupted):
         _quiet(post, sgmc.sgld(1e-4, batch_size=50), mu, checkpoint=path, **kw)
     monkeypatch.undo()

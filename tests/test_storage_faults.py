@@ -30,8 +30,8 @@ import pytest
 
 import sgmc
 from sgmc.io import checkpoint
-from sgmc.io import store as _store
-from sgmc.run import run as run_mod
+from sgmc.io import sinks as _sinks
+from sgmc.run import host as run_mod
 
 DATA = np.linspace(-1.0, 1.0, 40, dtype=np.float32).reshape(20, 2)
 # Blocks of 10 draws of one step: block k ends at step 10 (k + 1). Three chains: an init of
@@ -155,7 +155,7 @@ def test_write_failing_mid_stream_keeps_the_draws_before(full, tmp_path, monkeyp
     """os.pwrite fails (ENOSPC) from the third block on: the error carries the two blocks
     written before, which the folder also holds and counts."""
     folder = tmp_path / "draws"
-    append, calls = _store.DiskSink.append, []
+    append, calls = _sinks.DiskSink.append, []
 
     def failing_from_third(sink, *args):
         calls.append(1)
@@ -163,7 +163,7 @@ def test_write_failing_mid_stream_keeps_the_draws_before(full, tmp_path, monkeyp
             monkeypatch.setattr(os, "pwrite", _enospc)
         return append(sink, *args)
 
-    monkeypatch.setattr(_store.DiskSink, "append", failing_from_third)
+    monkeypatch.setattr(_sinks.DiskSink, "append", failing_from_third)
     with pytest.raises(sgmc.StorageError) as info:
         sgmc.sample(_problem(), _sampler(), INIT, **RUN, stream_to=folder)
     monkeypatch.undo()
@@ -325,13 +325,13 @@ def test_checkpoint_size_does_not_grow_with_the_draws(tmp_path):
 def test_draws_in_memory_are_views_of_one_buffer(monkeypatch):
     """A run's draws are written into arrays allocated once; the Result gets views of them
     (no concatenated copy: memory peaks at the draws' size, not twice it)."""
-    sinks, init = [], _store.MemorySink.__init__
+    sinks, init = [], _sinks.MemorySink.__init__
 
     def spying(self, *args, **kwargs):
         init(self, *args, **kwargs)
         sinks.append(self)
 
-    monkeypatch.setattr(_store.MemorySink, "__init__", spying)
+    monkeypatch.setattr(_sinks.MemorySink, "__init__", spying)
     res = sgmc.sample(_problem(), _sampler(), INIT, **RUN)
     (sink,) = sinks
     assert np.shares_memory(res.samples, sink._arrays["samples_0"])

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from sgmc._optional import arviz
+from sgmc.io.folder import read_folder
 from sgmc.io.serial import decode_tree, encode_tree, json_default, leaf_names, tree_like, tree_spec
 
 __all__ = ["Result", "pool_moments"]
@@ -125,10 +126,9 @@ class Result:
         run's ``init``, or one draw; its leaves are not read), rebuilds that structure
         itself, each leaf matched by its path name (a ValueError names those that differ).
         """
-        if os.path.isdir(path):
-            from sgmc.io.store import load_stream
-
-            return load_stream(path, like=like)
+        if os.path.isdir(path):  # a draws folder: io reads it, the Result is built here
+            samples, info, meta = read_folder(path, like=like)
+            return cls(samples, info, meta)
         with np.load(path, allow_pickle=False) as npz:
             header = json.loads(str(npz["header"]))
             if header.get("format") != _FORMAT:

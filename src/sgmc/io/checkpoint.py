@@ -10,8 +10,8 @@ A checkpoint is an ``.npz`` archive (no pickle: loading one never runs code) hol
   state such as an SVRG snapshot or a SAGA table, momenta, index chains).
 
 The kept draws are not in the archive, so that a checkpoint costs the state and the draws
-made since the previous one, not every draw: they are in a stream folder (the format of
-``stream_to``, :mod:`sgmc.io.store`, with a SHA-256 checksum of every block) — the run's
+made since the previous one, not every draw: they are in a draws folder (what
+``stream_to`` writes, :mod:`sgmc.io.folder`, with a SHA-256 checksum of every block) — the run's
 ``stream_to`` folder, or else ``PATH.draws/``, to which a run that keeps its draws in
 memory appends the draws made since the previous checkpoint. The header records the folder
 and how many of its draws count; later draws a killed run may have written there are

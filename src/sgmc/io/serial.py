@@ -7,7 +7,7 @@ its type's name and its children's keys. :func:`decode_tree` rebuilds dicts, lis
 and None (another node comes back as a dict of its children: no code is run or imported to
 read a file); :func:`tree_like` rebuilds any structure from a template, matching leaves by
 their names (:func:`leaf_names`). :func:`tree_spec` / :func:`tree_from_spec` do the same
-for JAX's leaf order. Results (``Result.save``), streamed draws and checkpoints all store
+for JAX's leaf order. Results (``Result.save``), draws folders and checkpoints all store
 trees this way.
 """
 

@@ -18,7 +18,7 @@ from sgmc import _validate as check
 from sgmc import stationarity
 from sgmc.contracts.kernel import KERNEL_MEMBERS, Kernel
 from sgmc.io import checkpoint as ckpt
-from sgmc.io.store import DiskSink, MemorySink
+from sgmc.io.sinks import DiskSink, MemorySink
 from sgmc.model.oracle import Problem
 from sgmc.result import Result
 from sgmc.run import preflight

@@ -2,7 +2,7 @@
 
 Between blocks — never per step — the host stores the block's kept draws (those after
 burn-in that ``kernel.keeps`` allows, :func:`sgmc.run.plan.keep_mask`; none with
-``store_draws=False``) in memory, or streamed to ``.npy`` files (:mod:`sgmc.io.store`),
+``store_draws=False``) in memory, or streamed to ``.npy`` files (:mod:`sgmc.io.sinks`),
 updates the progress bar, checks for divergence and writes checkpoints. Streamed data are
 read by a thread one block ahead. A Ctrl-C, a divergence or a failed write raises an error
 that carries every draw kept so far.
@@ -24,7 +24,7 @@ import numpy as np
 
 from sgmc.errors import DataError, DivergenceError, Interrupted, StorageError
 from sgmc.io import checkpoint as ckpt
-from sgmc.io.store import DiskSink
+from sgmc.io.sinks import DiskSink
 from sgmc.result import Result, pool_moments
 from sgmc.run.loop import drawn, run_block, run_steps
 from sgmc.run.mesh import auto_axes, put, shardings, split_data, to_host

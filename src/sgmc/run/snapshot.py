@@ -2,7 +2,7 @@
 
 What a checkpoint holds of a run: the settings, every chain's kernel state and counters as
 a flat list of leaves (restored into the structure ``kernel.init`` gives, so no code is
-stored), where the kept draws are (a stream folder, :mod:`sgmc.io.store`) and how many count,
+stored), where the kept draws are (a draws folder, :mod:`sgmc.io.folder`) and how many count,
 and the chain-stacked positions' tree structure (JSON, for rebuilding that structure
 without the user's init).
 """
