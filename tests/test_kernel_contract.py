@@ -36,6 +36,7 @@ class AR1:
     batch_size = None
     num_replicas = 1
     replica_stacked = ()
+    positive_schedules = ()
     info_spec = MappingProxyType({"grad_evals": "total", "ones": "sum", "steps": "last"})
 
     def init(self, problem, position, key):

@@ -85,6 +85,8 @@ class GradientEstimator(Protocol):
 
     def noise_proxy(self) -> GradientEstimator: ...
 
+    def period_for(self, problem: Any) -> int | None: ...
+
 
 class Estimator:
     """Base class for gradient estimators: the defaults of :class:`GradientEstimator`."""
@@ -128,3 +130,8 @@ class Estimator:
         place (itself by default; EWSG's weighted minibatches are bounded by their
         uniform ones)."""
         return self
+
+    def period_for(self, problem) -> int | None:
+        """The period (steps) of its periodic full-data work on ``problem`` (an SVRG
+        snapshot), reported by :func:`sgmc.warmup`; None (the default) for none."""
+        return None

@@ -14,15 +14,33 @@ An integrator (a "dynamics") is a pytree dataclass with
 rather than stored so that schedules and replicas (each with its own h and τ) share one
 implementation. Convention everywhere: the target is exp(−U/τ); τ = 0 gives the
 deterministic (gradient-descent or heavy-ball) limit.
+
+**What the warm-up reads.** :func:`sgmc.warmup` chooses a dynamics' step size, friction and
+metric through four more members, declared here with their defaults in :class:`Dynamics`
+(subclass it): ``rule_family`` (which closed-form rules of :mod:`sgmc.tune.rules` the
+dynamics follow; None: not tunable, the step must be given), ``unset()`` (hyper-parameters
+left for the warm-up), ``tuned(preconditioner, friction)`` (the dynamics with them set) and
+``settled_metric(v)`` (for dynamics that adapt their own metric, what it settles to). A new
+dynamics that declares them is tuned by the warm-up with no change to :mod:`sgmc.tune`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import jax
 
-__all__ = ["Integrator", "StepParams"]
+__all__ = ["METRICS", "RULE_FAMILIES", "Dynamics", "Integrator", "StepParams"]
+
+#: The families of step-size rules :mod:`sgmc.tune.rules` holds: overdamped Langevin and
+#: the three underdamped integrators (:mod:`sgmc.kernels.dynamics.underdamped`).
+RULE_FAMILIES = ("langevin", "euler", "explicit", "splitting")
+#: How a dynamics' metric is chosen: ``"constant"`` — a preconditioner P that the warm-up
+#: picks from the curvature at the mode and sets with ``tuned``; ``"adaptive"`` — the
+#: dynamics adapt their own (pSGLD's running RMSprop), and the warm-up sizes the step for
+#: what it settles to (``settled_metric``).
+METRICS = ("constant", "adaptive")
 
 
 class StepParams(NamedTuple):
@@ -46,3 +64,45 @@ class Integrator(Protocol):
 
     def step(self, problem: Any, estimator: Any, state: Any, batch: jax.Array | None,
              rng: Any, params: StepParams) -> tuple[Any, jax.Array]: ...
+
+    #: Which step-size rules apply (one of :data:`RULE_FAMILIES`); None: not tunable.
+    rule_family: str | None
+    #: How its metric is chosen (one of :data:`METRICS`).
+    metric: str
+    #: The friction D (None: unset, or first-order dynamics that have none).
+    friction: Any
+    #: The constant metric P it moves with (None: the identity, or an adaptive metric).
+    preconditioner: Any
+
+    def unset(self) -> tuple[str, ...]:
+        """Its hyper-parameters left for the warm-up to choose (e.g. ``("friction",)``)."""
+
+    def tuned(self, preconditioner: Any = None, friction: Any = None) -> Integrator:
+        """A copy with the constant metric ``preconditioner`` (when given and ``metric`` is
+        ``"constant"``) and ``friction`` (when given and the friction is unset) set."""
+
+    def settled_metric(self, mean_square: Any) -> Any:
+        """For ``metric == "adaptive"``: the constant preconditioner its metric settles to
+        where the per-datum gradient's mean square is ``mean_square`` (a tree)."""
+
+
+class Dynamics:
+    """The defaults of :class:`Integrator`'s tuning members: not tunable (the step size must
+    be given), a constant metric, nothing unset, and ``tuned`` sets the preconditioner when
+    the dynamics has one."""
+
+    rule_family: str | None = None
+    metric: str = "constant"
+    friction: Any = None
+    preconditioner: Any = None
+
+    def unset(self) -> tuple[str, ...]:
+        return ()
+
+    def tuned(self, preconditioner: Any = None, friction: Any = None):
+        if preconditioner is None or self.metric != "constant":
+            return self
+        return dataclasses.replace(self, preconditioner=preconditioner)
+
+    def settled_metric(self, mean_square: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} has a constant metric")

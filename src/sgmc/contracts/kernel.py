@@ -56,6 +56,10 @@ class Kernel(Protocol):
     #: and which fields of the state are so stacked (a device mesh may split them).
     num_replicas: int
     replica_stacked: tuple[str, ...]
+    #: The names of the schedule fields that must stay > 0 at every step (the others must
+    #: be ≥ 0): e.g. a replica-exchange correction F_t, which divides σ̂². The driver checks
+    #: every schedule a kernel holds on the run's steps before compiling.
+    positive_schedules: tuple[str, ...] = ()
 
     def init(self, problem: Any, position: PyTree, key: jax.Array) -> Any:
         """The state of one chain started at ``position``."""
@@ -88,7 +92,8 @@ class Kernel(Protocol):
 
 
 #: The members a kernel must have (the protocol's, for error messages).
-KERNEL_MEMBERS = ("name", "batch_size", "num_replicas", "replica_stacked", "init", "step",
+KERNEL_MEMBERS = ("name", "batch_size", "num_replicas", "replica_stacked",
+                  "positive_schedules", "init", "step",
                   "draw", "keeps", "info_spec", "init_evals", "check", "meta")
 
 

@@ -160,6 +160,12 @@ class CyclicalSampler(Sampler):
     explore_steps: int = static(0)         # E: steps with mod(t, L) < E explore
     scale: str = static("learning_rate")   # one of SCALES
 
+    def tuning_base(self) -> Sampler:
+        """Not tunable as a whole: the cycle rescales whatever step the warm-up would pick."""
+        raise TypeError(f"warmup tunes a plain sampler, got {type(self).__name__}: warm up "
+                        "the base sampler, then wrap the tuned one (e.g. "
+                        "sgmc.cyclical(tuned, num_cycles, num_steps=K))")
+
     def keeps(self, t: jax.Array) -> jax.Array:
         """True in the sampling stage, mod(t, L) ≥ E: the draw after step t may be kept."""
         return jnp.mod(jnp.asarray(t, jnp.int32), self.cycle_length) >= self.explore_steps

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from sgmc import _validate as check
-from sgmc._pytree import pytree_dataclass, static
+from sgmc._pytree import pytree_dataclass, replace, static
 from sgmc.kernels.dynamics import (
     INIT_MOMENTA,
     INTEGRATORS,
@@ -66,6 +66,9 @@ class Sampler:
     #: The kernel contract (:class:`sgmc.contracts.kernel.Kernel`): one chain, no replicas.
     num_replicas = 1
     replica_stacked = ()
+    #: The tuning contract (:class:`sgmc.contracts.tunable.Tunable`): a draw is one position.
+    draw_replicas = False
+    positive_schedules = ()
     info_spec = MappingProxyType({"grad_evals": "total"})
 
     def draw(self, state: SamplerState) -> PyTree:
@@ -119,10 +122,21 @@ class Sampler:
     def unset(self) -> tuple[str, ...]:
         """The hyper-parameters left for :func:`sgmc.warmup` to choose (``step_size``,
         ``friction``); empty for a sampler ready to run."""
-        names = () if self.step_size is not None else ("step_size",)
-        if getattr(self.dynamics, "friction", 0.0) is None:
-            names += ("friction",)
-        return names
+        return (() if self.step_size is not None else ("step_size",)) + self.dynamics.unset()
+
+    # -- the tuning contract (sgmc.contracts.tunable.Tunable): a sampler is its own base --
+    def tuning_base(self) -> Sampler:
+        return self
+
+    def tuning_temperatures(self) -> list[float]:
+        return [float(self.temperature)]
+
+    def given_steps(self) -> list[float] | None:
+        return None if self.step_size is None else [float(self.step_size(0))]
+
+    def with_tuning(self, base: Sampler, steps: list[float], force: bool = False) -> Sampler:
+        keep = base.step_size is not None and not force
+        return replace(base, step_size=base.step_size if keep else as_schedule(steps[0]))
 
     def check(self, problem, position: PyTree, num_chains: int = 1) -> None:
         """Validate against a problem and one position, before compiling: hyper-parameters

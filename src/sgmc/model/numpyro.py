@@ -177,6 +177,10 @@ class NumPyroPosterior(Problem):
     term_names = ("the model's prior (the sites outside the data plate)",
                   "the model's likelihood (the observed sites in the data plate)")
 
+    def describe_term(self, exact: bool) -> tuple[str, str]:
+        # Each term traces the whole model: name it, and the term in words.
+        return "the model", f"{self.term_names[0 if exact else 1]} must be a scalar"
+
     data: Any
     arrays: tuple
     model: Callable = static()

@@ -52,6 +52,8 @@ class Problem:
     data: PyTree
     data_rows: int
     chunk_size: int
+    #: The user's names of the exact and the data term, as messages name them.
+    term_names = ("exact_energy", "datum_energy")
 
     # -- defined by subclasses -------------------------------------------------------
     @property
@@ -209,9 +211,6 @@ class Problem:
     def describe_term(self, exact: bool) -> tuple[str, str]:
         """How messages name the exact (``exact``) or the data term: the user's function
         (``loglik``, ``logprior``, ``f``) and what it must return."""
-        names = getattr(self, "term_names", None)  # a NumPyro model's, in words
-        if names is not None:  # each term traces the whole model
-            return "the model", f"{names[0 if exact else 1]} must be a scalar"
         if exact:
             return "exact_energy", "exact_energy(params) must return a scalar"
         return "datum_energy", ("datum_energy(params, datum) must return a scalar: the energy "

@@ -113,6 +113,8 @@ class Posterior(Problem):
                                   f"{jnp.shape(out)}")
         return out
 
+    term_names = ("logprior", "loglik")
+
     def describe_term(self, exact: bool) -> tuple[str, str]:
         if exact:
             return "logprior", ("logprior(params) must return a scalar: the log prior density "
@@ -183,6 +185,8 @@ class Objective(Problem):
 
     def datum_energy(self, params: PyTree, datum: PyTree) -> jax.Array:
         return self.f(params, datum)
+
+    term_names = ("f", "f")
 
     def describe_term(self, exact: bool) -> tuple[str, str]:
         if exact:

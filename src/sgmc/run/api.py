@@ -10,22 +10,30 @@ import time
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
 from sgmc import _validate as check
 from sgmc import stationarity
+from sgmc.contracts import missing_text
 from sgmc.contracts.kernel import KERNEL_MEMBERS, Kernel
 from sgmc.io import checkpoint as ckpt
 from sgmc.io.sinks import DiskSink, MemorySink
 from sgmc.model.oracle import Problem
 from sgmc.result import Result
 from sgmc.run import preflight
-from sgmc.run.host import PRNG_IMPLS, Run, chain_keys, execute, stored_mask, stored_total
+from sgmc.run.host import Run, execute
 from sgmc.run.loop import Counters, Moments, drawn, init_chains
 from sgmc.run.mesh import check_mesh
-from sgmc.run.plan import BLOCK_BYTES, BLOCK_SECONDS, default_draws_per_block
+from sgmc.run.plan import (
+    BLOCK_BYTES,
+    BLOCK_SECONDS,
+    PRNG_IMPLS,
+    chain_keys,
+    default_draws_per_block,
+    stored_mask,
+    stored_total,
+)
 from sgmc.run.snapshot import Settings, fill, position_spec, position_template
 from sgmc.run.starts import chain_positions, has_convolution
 
@@ -193,10 +201,9 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
         raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
                         f"{type(problem).__name__}")
     if not isinstance(sampler, Kernel):
-        missing = [m for m in KERNEL_MEMBERS if not hasattr(sampler, m)]
         raise TypeError("sampler must be an sgmc sampler such as sgmc.sgld(...) or a kernel "
                         f"(sgmc.contracts.kernel.Kernel), got {type(sampler).__name__}"
-                        + (f", which lacks {', '.join(missing)}" if missing else ""))
+                        + missing_text(sampler, KERNEL_MEMBERS, "sgmc.contracts.kernel"))
     num_steps = preflight.num_steps(num_steps)
     num_chains = check.integer("num_chains", num_chains, lo=1)
     burn_in = check.integer("burn_in", burn_in, lo=0, hi=num_steps - 1)
@@ -264,37 +271,12 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
     if predict is not None:
         states = jax.eval_shape(init_chains, problem, sampler, positions,
                                 chain_keys(settings)[0])
-        predict_output(problem, sampler, states, predict)
+        preflight.predict_output(problem, sampler, states, predict)
     result = start(problem, sampler, positions, settings, progress, mesh, spec,
                    predict=predict)
     if diagnose:
         stationarity.warn_if_not_stationary(result, stacklevel=2)
     return result
-
-
-def predict_output(problem: Problem, kernel: Kernel, states: Any, predict: Any
-                   ) -> jax.ShapeDtypeStruct:
-    """The shape and dtype of ``predict(draw)`` for the chains' ``states`` (their shapes
-    suffice), found by tracing it (``jax.eval_shape``) before anything is compiled.
-
-    Raises:
-        TypeError: ``predict`` cannot be traced on a draw, or does not return one real array.
-    """
-    one = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), states)
-    draw = jax.eval_shape(drawn(problem, kernel), one)
-    shapes = jax.tree.map(lambda x: tuple(x.shape), draw)
-    try:
-        out = jax.eval_shape(predict, draw)
-    except Exception as err:  # any failure of the user's function while tracing
-        raise TypeError(f"predict must be a JAX-traceable function of one draw (shapes "
-                        f"{shapes}); tracing it failed: {type(err).__name__}: {err}") from err
-    if not isinstance(out, jax.ShapeDtypeStruct) or not (
-            jnp.issubdtype(out.dtype, jnp.number) or out.dtype == jnp.bool_):
-        raise TypeError(f"predict must return one real array, got "
-                        f"{jax.tree.map(lambda x: (tuple(x.shape), str(x.dtype)), out)}")
-    if jnp.issubdtype(out.dtype, jnp.complexfloating):
-        raise TypeError(f"predict must return a real array, got dtype {out.dtype}")
-    return out
 
 
 def start(problem: Problem, kernel: Kernel, positions: PyTree, settings: Settings,
@@ -310,7 +292,7 @@ def start(problem: Problem, kernel: Kernel, positions: PyTree, settings: Setting
     init_evals = int(kernel.init_evals(problem))
     counters = Counters.start(settings.num_chains, init_evals)
     moments = None if predict is None else Moments.start(
-        settings.num_chains, predict_output(problem, kernel, states, predict))
+        settings.num_chains, preflight.predict_output(problem, kernel, states, predict))
     mask = stored_mask(kernel, settings)
     total = stored_total(mask)
     sink = DiskSink(settings.stream_to, total) if settings.stream_to else MemorySink(total)
@@ -388,7 +370,7 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
         if not callable(predict):
             raise TypeError(f"predict must be a function of one draw returning an array, "
                             f"got {type(predict).__name__}")
-        out = predict_output(problem, sampler, template, predict)
+        out = preflight.predict_output(problem, sampler, template, predict)
         if (list(out.shape), str(Moments.dtype(out))) != (stored_predict["shape"],
                                                            stored_predict["dtype"]):
             raise ckpt.CheckpointError(

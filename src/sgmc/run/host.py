@@ -17,7 +17,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -31,55 +31,36 @@ from sgmc.run.mesh import auto_axes, put, shardings, split_data, to_host
 from sgmc.run.plan import (
     Block,
     block_plan,
+    chain_keys,
     draws_after,
     draws_for_seconds,
-    keep_mask,
     kept_by,
     kept_in,
+    stored_mask,
+    stored_total,
 )
 from sgmc.run.signals import ByIdentity, DeferredInterrupt, want_progress
-from sgmc.run.snapshot import Settings
 
-__all__ = ["PRNG_IMPLS", "Run", "chain_keys", "execute", "stored_mask"]
+__all__ = ["Cursor", "Run", "execute"]
 
 PyTree = Any
 
-#: Pseudo-random generators: threefry (JAX's default: reproducible on every backend and
-#: under any sharding) or rbg (XLA's RngBitGenerator for the bits; its bits may differ
-#: across backends, and JAX draws a vmapped batch of rbg keys from the batch's first key,
-#: so a step's randomness is not drawn ahead with other steps' — the draws would depend on
-#: the block size — which makes rbg slower than threefry here).
-PRNG_IMPLS = {"threefry": "threefry2x32", "rbg": "rbg"}
+class Cursor(NamedTuple):
+    """Where a run stands: the chains' states and counters, the steps done, the index of
+    the next block in ``Run.plan``, and the running predictive moments (None without
+    ``predict``)."""
 
-
-def chain_keys(settings: Settings) -> tuple[jax.Array, jax.Array]:
-    """(init keys, run keys), one per chain: chain c uses ``split(key(seed), chains)[c]``,
-    itself split into an initialisation key and a run key; step t uses
-    ``fold_in(run_key, t)``, so the draws do not depend on how the run is cut into blocks."""
-    impl = PRNG_IMPLS[settings.prng]
-    keys = jax.random.split(jax.random.key(settings.seed, impl=impl), settings.num_chains)
-    pairs = jax.vmap(jax.random.split)(keys)
-    return pairs[:, 0], pairs[:, 1]
-
-
-def stored_mask(kernel: Any, settings: Settings) -> np.ndarray | None:
-    """Which of the run's draws (burn-in's included) are stored — the kept ones
-    (:func:`sgmc.run.plan.keep_mask`; their drift statistics alone without store_draws)
-    — or None when nothing per draw is."""
-    if not (settings.store_draws or settings.diagnose):
-        return None
-    return keep_mask(kernel.keeps, settings.burn_in, settings.num_draws, settings.thin)
-
-
-def stored_total(mask: np.ndarray | None) -> int:
-    """Draws per chain a finished run stores, from :func:`stored_mask`."""
-    return 0 if mask is None else int(np.count_nonzero(mask))
+    states: Any
+    counters: Any
+    step: int
+    block: int
+    moments: Any = None
 
 
 class Run:
     """A run in progress: its fixed parts, where its draws go, and where it stands.
 
-    ``cursor`` = (states, counters, steps done, index of the next block in ``plan``) is
+    ``cursor`` (a :class:`Cursor`; given as (states, counters, steps done, ...)) is
     replaced in one assignment after each block, so a Ctrl-C never sees half an update; the
     sink may then hold one block more than the cursor accounts for, which :meth:`kept`
     lets us drop. ``plan`` holds the blocks from the step where this process started (or
@@ -92,7 +73,7 @@ class Run:
     ``last_checkpoint`` is the last complete checkpoint (the one a resumed run started from,
     until it writes one).
 
-    With ``predict`` (a function of one draw), the cursor's fifth item holds the chains'
+    With ``predict`` (a function of one draw), ``cursor.moments`` holds the chains'
     running moments of it (:class:`sgmc.run.loop.Moments`; None without), carried by the
     compiled blocks and checkpointed with the states. ``mask`` is :func:`stored_mask`.
     """
@@ -108,7 +89,7 @@ class Run:
         self.window = np.asarray([settings.burn_in,
                                   settings.burn_in + settings.thin * settings.num_draws],
                                  np.int32)
-        self.cursor = (*cursor[:3], 0, moments)
+        self.cursor = Cursor(*cursor[:3], 0, moments)
         self.compile_time, self.sampling_time = compile_time, sampling_time
         self.divergence = divergence  # "raise" a DivergenceError, or "continue"
         if (mirror is None and settings.checkpoint and not settings.stream_to
@@ -118,7 +99,7 @@ class Run:
         self.mirror = mirror
         self.last_checkpoint = last_checkpoint
         self.draws_per_block = settings.draws_per_block
-        self.plan = self._plan(cursor[2])
+        self.plan = self._plan(self.cursor.step)
         # The run's index of plan[0]: a streamed run's block i reads data buffer i.
         self.first_block = len(self._plan(0)) - len(self.plan)
         self.run_keys = chain_keys(settings)[1]
@@ -126,14 +107,15 @@ class Run:
         self.given = (problem, sampler)  # as passed: what a checkpoint's fingerprint is of
         if mesh is not None:
             mesh = auto_axes(mesh)
-            on_states, on_chains = shardings(mesh, sampler, cursor[0])
+            on_states, on_chains = shardings(mesh, sampler, self.cursor.states)
             self.placement = (on_states, on_chains)
             problem, on_problem = split_data(mesh, problem)
             self.problem = put(problem, on_problem)
             self.put_data = partial(put, sharding=on_problem)
             self.run_keys = put(self.run_keys, on_chains)
-            self.cursor = (*self.place(*cursor[:2]), *self.cursor[2:4],
-                           self.place_moments(moments))
+            states, counters = self.place(self.cursor.states, self.cursor.counters)
+            self.cursor = self.cursor._replace(states=states, counters=counters,
+                                               moments=self.place_moments(moments))
 
     def _plan(self, start: int) -> list[Block]:
         s = self.settings
@@ -144,8 +126,8 @@ class Run:
     def replan(self, draws_per_block: int) -> None:
         """Cut the rest of the run into blocks of ``draws_per_block`` draws (same draws)."""
         self.draws_per_block = draws_per_block
-        self.plan = self._plan(self.cursor[2])
-        self.cursor = (*self.cursor[:3], 0, self.cursor[4])
+        self.plan = self._plan(self.cursor.step)
+        self.cursor = self.cursor._replace(block=0)
 
     def place(self, states, counters):
         """States and counters where the mesh wants them. The partitioner may return a
@@ -166,7 +148,7 @@ class Run:
         s = self.settings
         if self.mask is None:
             return 0
-        return kept_by(self.cursor[2], s.burn_in, s.num_draws, s.thin, self.mask)
+        return kept_by(self.cursor.step, s.burn_in, s.num_draws, s.thin, self.mask)
 
     def kept_in(self, block: Block, t0: int) -> np.ndarray:
         """Indices within ``block`` (from step ``t0``) of the draws it stores."""
@@ -175,7 +157,7 @@ class Run:
         return kept_in(block, t0, self.settings.burn_in, self.settings.thin, self.mask)
 
     def result(self, max_step: int | None = None) -> Result:
-        states, counters = self.cursor[:2]
+        states, counters = self.cursor.states, self.cursor.counters
         s = self.settings
         parts = self.sink.arrays()
         samples, info, steps = parts if parts is not None else ((), {}, np.zeros(0, np.int64))
@@ -191,9 +173,12 @@ class Run:
             info.setdefault("grad_evals", np.zeros((counters.bad_step.shape[0], 0), np.int64))
         total = ((to_host(counters.evals_hi).astype(np.int64) << 32)
                  + to_host(counters.evals_lo).astype(np.int64))
-        meta = {k: getattr(s, k) for k in ("num_steps", "burn_in", "thin", "seed",
-                                           "num_chains", "prng")}
-        meta.update({k: getattr(s, k) for k in ("checkpoint", "stream_to") if getattr(s, k)})
+        meta = {"num_steps": s.num_steps, "burn_in": s.burn_in, "thin": s.thin,
+                "seed": s.seed, "num_chains": s.num_chains, "prng": s.prng}
+        if s.checkpoint:
+            meta["checkpoint"] = s.checkpoint
+        if s.stream_to:
+            meta["stream_to"] = s.stream_to
         if not s.store_draws:
             meta["store_draws"] = False
         if s.init_spread:
@@ -204,7 +189,7 @@ class Run:
         meta.update(compile_time=self.compile_time, sampling_time=self.sampling_time,
                     sampler=self.sampler.name, draws_per_block=self.draws_per_block,
                     num_data=self.problem.num_data, grad_evals_total=total.tolist())
-        moments = self.cursor[4]
+        moments = self.cursor.moments
         predictive = None if moments is None else pool_moments(
             *(to_host(x) for x in (moments.count, moments.mean, moments.m2)))
         return Result(samples, {"grad_evals": info["grad_evals"], "step": steps,
@@ -263,7 +248,7 @@ class Run:
     def data_error(self, err: Exception) -> DataError:
         """The error for streamed data that failed their checks: the draws kept so far."""
         self.sink.truncate(self.kept())
-        return DataError(self.cursor[2], self.result(), self.last_checkpoint, err)
+        return DataError(self.cursor.step, self.result(), self.last_checkpoint, err)
 
     def storage_error(self, err: OSError) -> StorageError:
         """The error for a failed write: the draws kept so far (as the sink counts them, up
@@ -275,7 +260,7 @@ class Run:
             result = self.result()
         except (OSError, ValueError):  # the stream's files themselves are gone or cut
             result = None
-        return StorageError(self.cursor[2], result, good, err.filename, err)
+        return StorageError(self.cursor.step, result, good, err.filename, err)
 
 
 def execute(run: Run, progress: bool | None) -> Result:
@@ -323,7 +308,7 @@ def execute(run: Run, progress: bool | None) -> Result:
             bar = tqdm(total=s.num_steps, initial=t0, desc=sampler.name, unit="step")
         t_run = time.perf_counter()
         interrupt.install()
-        while run.cursor[3] < len(run.plan):
+        while run.cursor.block < len(run.plan):
             states, counters, t0, i, moments = run.cursor
             n_draws, steps, static, drop = run.plan[i]
             kept = run.kept_in(run.plan[i], t0)
@@ -359,8 +344,8 @@ def execute(run: Run, progress: bool | None) -> Result:
                 raise run.data_error(failure) from err
             if host is not None:  # sliced on the host: an eager device slice costs more
                 run.store(run.sink.append, *host, t0 + steps * (kept + 1))
-            run.cursor = (*run.place(states, counters), t0 + n_draws * steps, i + 1,
-                          run.place_moments(moments))
+            run.cursor = Cursor(*run.place(states, counters), t0 + n_draws * steps, i + 1,
+                                run.place_moments(moments))
             bad = to_host(counters.bad_step)  # also waits for the block to finish
             seconds = time.perf_counter() - t_block
             run.sampling_time = sampled_before + time.perf_counter() - t_run - paused
@@ -376,9 +361,9 @@ def execute(run: Run, progress: bool | None) -> Result:
                 raise DivergenceError(step, chain, result, replica if replica >= 0 else None)
             if interrupt.pending:  # a Ctrl-C came during the block, which is now stored
                 raise KeyboardInterrupt
-            done = run.cursor[2]
+            done = run.cursor.step
             if s.checkpoint and (done - last_checkpoint >= every
-                                 or run.cursor[3] == len(run.plan)):
+                                 or run.cursor.block == len(run.plan)):
                 run.save_checkpoint()
                 last_checkpoint = done
             if not timed and static:
@@ -400,7 +385,7 @@ def execute(run: Run, progress: bool | None) -> Result:
             run.sampling_time = sampled_before + time.perf_counter() - t_run - paused
         run.store(run.sink.truncate, run.kept())
         path = run.save_checkpoint() if s.checkpoint else None
-        raise Interrupted(run.cursor[2], run.result(), path) from None
+        raise Interrupted(run.cursor.step, run.result(), path) from None
     finally:
         interrupt.restore()
         if bar is not None:
@@ -409,7 +394,7 @@ def execute(run: Run, progress: bool | None) -> Result:
             pool.shutdown(cancel_futures=True)
     result = run.result()
     if run.divergence == "continue":  # minimize: which chains went non-finite, and when
-        bad = to_host(run.cursor[1].bad_step)
+        bad = to_host(run.cursor.counters.bad_step)
         result.meta["diverged_step"] = np.where(bad >= 0, bad + 1, -1).tolist()
     run.store(run.sink.close, result.meta)
     if run.mirror is not None and run.mirror.count == run.sink.count:

@@ -32,7 +32,6 @@ from jax.sharding import Mesh
 from sgmc import _validate as check
 from sgmc._pytree import pytree_dataclass, replace, static
 from sgmc.kernels.coupling.ladder import replica_exchange
-from sgmc.kernels.coupling.replica import ReplicaExchange
 from sgmc.kernels.coupling.rules import GreedyRule, greedy_rule
 from sgmc.kernels.sampler import sgld
 from sgmc.model.checks import TRACER_ERRORS
@@ -63,7 +62,7 @@ class Method:
     def with_box(self, box, boundary: str = "clip") -> Method:
         """The method with its exchange rule projecting onto ``box`` (a coupling; a single
         chain is projected by :func:`minimize` itself)."""
-        if box is None or not isinstance(self.coupling, ReplicaExchange):
+        if box is None or self.coupling.num_replicas == 1:
             return self
         rule = self.coupling.rule.with_box(box, boundary)
         return Method(self.name, replace(self.coupling, rule=rule))
@@ -262,8 +261,12 @@ class _Replication:
     replica_stacked = ()
 
     @property
+    def positive_schedules(self) -> tuple[str, ...]:
+        return self.coupling.positive_schedules
+
+    @property
     def replicated(self) -> bool:
-        return isinstance(self.coupling, ReplicaExchange)
+        return self.coupling.num_replicas > 1
 
     @property
     def name(self) -> str:

@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["BLOCK_BYTES", "BLOCK_SECONDS", "TARGET_BLOCKS", "Block", "block_plan",
-           "default_draws_per_block", "draw_steps", "draws_after", "draws_for_seconds",
-           "keep_mask", "kept_by", "kept_in"]
+__all__ = ["BLOCK_BYTES", "BLOCK_SECONDS", "PRNG_IMPLS", "TARGET_BLOCKS", "Block", "block_plan",
+           "chain_keys", "default_draws_per_block", "draw_steps", "draws_after",
+           "draws_for_seconds", "keep_mask", "kept_by", "kept_in", "stored_mask", "stored_total"]
 
 #: Upper bound on the device memory of one block's draw buffer.
 BLOCK_BYTES = 64 * 2**20
@@ -155,3 +156,36 @@ def draws_for_seconds(seconds_per_draw: float, target: float, remaining: int) ->
     near = [d for i in range(1, math.isqrt(remaining) + 1) if remaining % i == 0
             for d in (i, remaining // i) if (n + 1) // 2 <= d <= n]
     return max(near) if near else n
+
+
+# -- the run's keys and which of its draws are stored -------------------------------------
+#: Pseudo-random generators: threefry (JAX's default: reproducible on every backend and
+#: under any sharding) or rbg (XLA's RngBitGenerator for the bits; its bits may differ
+#: across backends, and JAX draws a vmapped batch of rbg keys from the batch's first key,
+#: so a step's randomness is not drawn ahead with other steps' — the draws would depend on
+#: the block size — which makes rbg slower than threefry here).
+PRNG_IMPLS = {"threefry": "threefry2x32", "rbg": "rbg"}
+
+
+def chain_keys(settings: Any) -> tuple[jax.Array, jax.Array]:
+    """(init keys, run keys), one per chain: chain c uses ``split(key(seed), chains)[c]``,
+    itself split into an initialisation key and a run key; step t uses
+    ``fold_in(run_key, t)``, so the draws do not depend on how the run is cut into blocks."""
+    impl = PRNG_IMPLS[settings.prng]
+    keys = jax.random.split(jax.random.key(settings.seed, impl=impl), settings.num_chains)
+    pairs = jax.vmap(jax.random.split)(keys)
+    return pairs[:, 0], pairs[:, 1]
+
+
+def stored_mask(kernel: Any, settings: Any) -> np.ndarray | None:
+    """Which of the run's draws (burn-in's included) are stored — the kept ones
+    (:func:`sgmc.run.plan.keep_mask`; their drift statistics alone without store_draws)
+    — or None when nothing per draw is."""
+    if not (settings.store_draws or settings.diagnose):
+        return None
+    return keep_mask(kernel.keeps, settings.burn_in, settings.num_draws, settings.thin)
+
+
+def stored_total(mask: np.ndarray | None) -> int:
+    """Draws per chain a finished run stores, from :func:`stored_mask`."""
+    return 0 if mask is None else int(np.count_nonzero(mask))

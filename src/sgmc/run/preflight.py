@@ -32,12 +32,11 @@ import numpy as np
 
 from sgmc import _validate as check
 from sgmc.model.oracle import Problem
-from sgmc.model.posterior import Objective, Posterior
-from sgmc.run.loop import MAX_CHUNK
+from sgmc.run.loop import MAX_CHUNK, drawn
 from sgmc.schedules import Schedule
 
 __all__ = ["MAX_STEPS", "ROWS", "SCHEDULE_POINTS", "check_model", "check_schedules",
-           "num_steps", "preflight", "storage", "writable"]
+           "num_steps", "predict_output", "preflight", "storage", "writable"]
 
 PyTree = Any
 
@@ -92,17 +91,6 @@ def _kinds_at(problem: Problem, points: PyTree, rows: int) -> dict[str, jax.Arra
     return jax.lax.map(one, points)
 
 
-def _terms(problem: Problem) -> tuple[str, str]:
-    """The user's names of the exact and the data term."""
-    if hasattr(problem, "term_names"):
-        return problem.term_names
-    if isinstance(problem, Posterior):
-        return "logprior", "loglik"
-    if isinstance(problem, Objective):
-        return "f", "f"
-    return "exact_energy", "datum_energy"
-
-
 def _distinct(positions: PyTree) -> tuple[PyTree, np.ndarray]:
     """The chains' initial points to evaluate: chain 0's alone when every chain starts
     there (one point broadcast), else all; and the chain index of each."""
@@ -121,7 +109,7 @@ def check_model(problem: Problem, positions: PyTree, name: str = "init") -> None
     points, chains = _distinct(positions)
     rows = min(problem.data_rows, ROWS) if problem.has_data else 0
     kinds = jax.device_get(_kinds_at(problem, points, rows))
-    exact, datum = _terms(problem)
+    exact, datum = problem.term_names
     words = {1: "NaN", 2: "inf"}
     for i, chain in enumerate(chains):
         at = f"at {name} (chain {chain})"
@@ -161,14 +149,10 @@ def _schedules(kernel: Any) -> list[tuple[str, Schedule]]:
 
 
 def _positive(kernel: Any, name: str) -> bool:
-    """Whether the schedule ``name`` must be > 0 (else ≥ 0): a replica-exchange correction
-    F_t (it divides σ̂²) and the temperatures of a rule that uses energies (a = 1/τ_k −
-    1/τ_{k+1})."""
-    field = name.rsplit(".", 1)[-1].split("[", 1)[0]
-    if field == "correction":
-        return True
-    rule = getattr(kernel, "rule", None)
-    return field == "temperatures" and bool(getattr(rule, "uses_energy", False))
+    """Whether the schedule ``name`` (a path such as ``rule.correction`` or
+    ``temperatures[1]``) must be > 0, else ≥ 0: as the kernel declares
+    (``Kernel.positive_schedules``)."""
+    return name.rsplit(".", 1)[-1].split("[", 1)[0] in kernel.positive_schedules
 
 
 def schedule_steps(steps: int) -> np.ndarray:
@@ -261,3 +245,26 @@ def writable(name: str, value: str, folder: str) -> None:
                          f"({err.strerror or err})") from None
 
 
+def predict_output(problem: Problem, kernel: Any, states: Any, predict: Any
+                   ) -> jax.ShapeDtypeStruct:
+    """The shape and dtype of ``predict(draw)`` for the chains' ``states`` (their shapes
+    suffice), found by tracing it (``jax.eval_shape``) before anything is compiled.
+
+    Raises:
+        TypeError: ``predict`` cannot be traced on a draw, or does not return one real array.
+    """
+    one = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), states)
+    draw = jax.eval_shape(drawn(problem, kernel), one)
+    shapes = jax.tree.map(lambda x: tuple(x.shape), draw)
+    try:
+        out = jax.eval_shape(predict, draw)
+    except Exception as err:  # any failure of the user's function while tracing
+        raise TypeError(f"predict must be a JAX-traceable function of one draw (shapes "
+                        f"{shapes}); tracing it failed: {type(err).__name__}: {err}") from err
+    if not isinstance(out, jax.ShapeDtypeStruct) or not (
+            jnp.issubdtype(out.dtype, jnp.number) or out.dtype == jnp.bool_):
+        raise TypeError(f"predict must return one real array, got "
+                        f"{jax.tree.map(lambda x: (tuple(x.shape), str(x.dtype)), out)}")
+    if jnp.issubdtype(out.dtype, jnp.complexfloating):
+        raise TypeError(f"predict must return a real array, got dtype {out.dtype}")
+    return out

@@ -167,9 +167,10 @@ def whitened_extremes(problem, z, pre, hess, iters, seed, passes):
     return float(ritz[0]), float(ritz[-1])
 
 
-def psgld_preconditioner(problem, base, z, replicates, key, passes):
-    """pSGLD's RMSprop preconditioner G = 1/(λ + √V) at the mode, V = E[ḡ²] over minibatch
-    gradients ḡ = ∇̃U/(wN): what its running average settles to there."""
+def adaptive_metric(problem, base, z, replicates, key, passes):
+    """The constant metric an adaptive one (``base.dynamics.metric == "adaptive"``: pSGLD's
+    RMSprop) settles to at the mode: ``settled_metric(V)``, V = E[ḡ²] over minibatch
+    gradients ḡ = ∇̃U/(wN)."""
     grad = grad_estimate(problem, base.batch_size)
     wn = problem.data_weight * problem.num_data if problem.has_data else 1.0
     gs = jax.jit(jax.vmap(lambda k: ravel_pytree(grad(z, k))[0]))(
@@ -177,8 +178,10 @@ def psgld_preconditioner(problem, base, z, replicates, key, passes):
     passes["noise"] += replicates * (base.batch_size or problem.num_data) / max(
         problem.num_data, 1)
     v = np.mean((np.asarray(gs, np.float64) / wn) ** 2, axis=0)
-    g = 1.0 / (float(base.dynamics.eps) + np.sqrt(v))
-    return precond.diagonal(ravel_pytree(z)[1](jnp.asarray(g, jnp.float32)))
+    leaves, treedef = jax.tree.flatten(z)   # V as a tree like z, kept in float64
+    cuts = np.cumsum([np.size(x) for x in leaves])[:-1]
+    parts = [p.reshape(np.shape(x)) for p, x in zip(np.split(v, cuts), leaves, strict=True)]
+    return base.dynamics.settled_metric(jax.tree.unflatten(treedef, parts))
 
 
 def laplace_starts(z, pre, num, key):

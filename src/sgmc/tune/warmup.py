@@ -67,11 +67,10 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from sgmc import _validate as check_arg
+from sgmc.contracts import missing_text
+from sgmc.contracts.tunable import TUNABLE_MEMBERS, Tunable
 from sgmc.errors import SamplingWarning
 from sgmc.kernels import preconditioners as precond
-from sgmc.kernels.coupling.replica import ReplicaExchange
-from sgmc.kernels.dynamics import PSGLD, Langevin, Underdamped
-from sgmc.kernels.sampler import Sampler
 from sgmc.model.oracle import Problem
 from sgmc.pytree import replace
 from sgmc.schedules import as_schedule
@@ -80,10 +79,10 @@ from sgmc.tune import rules as tuning
 from sgmc.tune.laplace import (
     adam_mode,
     adapted_preconditioner,
+    adaptive_metric,
     laplace_starts,
     newton_mode,
     preconditioner_for,
-    psgld_preconditioner,
     spd_inverse,
     typical_factor,
     whitened_extremes,
@@ -98,32 +97,10 @@ PRECONDITIONERS = ("auto", "identity", "diagonal", "dense", "low_rank")
 
 # -- stage helpers ---------------------------------------------------------------------------
 
-def _base(sampler):
-    return sampler.sampler if isinstance(sampler, ReplicaExchange) else sampler
-
-
-def _all_replicas(sampler) -> bool:
-    return isinstance(sampler, ReplicaExchange) and sampler.output == "all"
-
-
-def _temperatures(sampler) -> list[float]:
-    if isinstance(sampler, ReplicaExchange):
-        return [float(s(0)) for s in sampler.temperatures]
-    return [float(sampler.temperature)]
-
-
 def _ready(base):
     """``base`` with placeholder values for what is unset, so that its other checks run."""
-    dyn = base.dynamics
-    if getattr(dyn, "friction", 0.0) is None:
-        dyn = replace(dyn, friction=1.0)
-    return replace(base, dynamics=dyn, step_size=base.step_size or as_schedule(1e-30))
-
-
-def _dynamics_kind(dyn) -> str:
-    if isinstance(dyn, Underdamped):
-        return dyn.integrator
-    return "langevin"
+    return replace(base, dynamics=base.dynamics.tuned(friction=1.0),
+                   step_size=base.step_size or as_schedule(1e-30))
 
 
 def _rules(kind, lam, noise, temps, friction, budget, given=None):
@@ -173,36 +150,15 @@ def _rules(kind, lam, noise, temps, friction, budget, given=None):
 def _with(sampler, pre, friction, steps, force=False):
     """The sampler with its preconditioner, friction and step sizes set (unset ones only,
     unless ``force``: the self-check's halved steps)."""
-    base = _base(sampler)
-    dyn = base.dynamics
-    if isinstance(dyn, (Langevin, Underdamped)):
-        dyn = replace(dyn, preconditioner=pre)
-    if isinstance(dyn, Underdamped) and dyn.friction is None:
-        dyn = replace(dyn, friction=jnp.float32(friction))
-    keep = base.step_size is not None and not force
-    new_base = replace(base, dynamics=dyn,
-                       step_size=base.step_size if keep else as_schedule(steps[0]))
-    if not isinstance(sampler, ReplicaExchange):
-        return new_base
-    step_sizes = sampler.step_sizes
-    if force or any(s is None for s in step_sizes):
-        step_sizes = tuple(as_schedule(h) for h in steps)
-    return replace(sampler, sampler=new_base, step_sizes=step_sizes)
+    base = sampler.tuning_base()
+    base = replace(base, dynamics=base.dynamics.tuned(pre, friction))
+    return sampler.with_tuning(base, steps, force)
 
 
 def _scaled_se(model, used: float) -> float:
     """The SE of B at the step: the independent-draw measurement's, scaled as B is."""
     total = model.base + model.linear
     return model.se * used / total if total > 0 else model.se
-
-
-def _given_steps(sampler) -> list[float] | None:
-    """The step sizes the user set (at step 0), or None when warm-up is to choose them."""
-    if isinstance(sampler, ReplicaExchange):
-        if any(s is None for s in sampler.step_sizes):
-            return None
-        return [float(s(0)) for s in sampler.step_sizes]
-    return None if sampler.step_size is None else [float(sampler.step_size(0))]
 
 
 def _fraction(name: str, value: float) -> float:
@@ -270,15 +226,12 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
     if not isinstance(problem, Problem):
         raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
                         f"{type(problem).__name__}")
-    base = _base(sampler)
-    if not isinstance(base, Sampler):
+    if not isinstance(sampler, Tunable):
         raise TypeError("sampler must be sgmc.sgld/sghmc/psgld(...) or replica_exchange over "
-                        f"one, got {type(sampler).__name__}")
-    if type(base) is not Sampler:  # a recipe over a sampler (sgmc.cyclical)
-        raise TypeError(f"warmup tunes a plain sampler, got {type(base).__name__}: warm up "
-                        "the base sampler, then wrap the tuned one (e.g. "
-                        "sgmc.cyclical(tuned, num_cycles, num_steps=K))")
-    if not isinstance(base.dynamics, (Langevin, Underdamped, PSGLD)):
+                        f"one, got {type(sampler).__name__}"
+                        + missing_text(sampler, TUNABLE_MEMBERS, "sgmc.contracts.tunable"))
+    base = sampler.tuning_base()  # raises for a kernel not tunable as a whole (cyclical)
+    if base.dynamics.rule_family is None:
         raise TypeError(f"warmup tunes sgld, sghmc and psgld; {type(base.dynamics).__name__} "
                         "(e.g. sgmc.sgnht) needs its step size given")
     check_arg.choice("preconditioner", preconditioner, PRECONDITIONERS)
@@ -300,16 +253,16 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
     if check_budget is not None:
         check_budget = check_arg.positive("check_budget", check_budget)
     lr = check_arg.positive("learning_rate", learning_rate)
-    temps = _temperatures(sampler)
+    temps = sampler.tuning_temperatures()
     if min(temps) <= 0.0:
         raise ValueError("warmup tunes samplers at temperature > 0 (the step-size rule bounds "
                          "the stationary variance, which is 0 at τ = 0); for optimisation "
                          "use sgmc.minimize")
-    own = getattr(base.dynamics, "preconditioner", precond.identity())
+    own = base.dynamics.preconditioner or precond.identity()
     if own.kind != "identity" and preconditioner != "auto":
         raise ValueError("the sampler already holds a preconditioner; leave "
                          "preconditioner='auto' to keep it, or build the sampler without one")
-    given = _given_steps(sampler)
+    given = sampler.given_steps()
     if given is not None and own.kind == "identity":
         if preconditioner not in ("auto", "identity"):
             raise ValueError(
@@ -355,15 +308,15 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
         if kind == "dense" and not small:
             raise ValueError(f"preconditioner='dense' needs d ≤ dense_max = {dense_max} "
                              f"(d = {d}); use 'low_rank' or 'diagonal'")
-        if isinstance(base.dynamics, PSGLD):
-            pre, kind = psgld_preconditioner(problem, base, z, noise_replicates, keys[1],
-                                             passes), "psgld"
+        if base.dynamics.metric == "adaptive":  # its own (pSGLD): size the step for it
+            pre, kind = adaptive_metric(problem, base, z, noise_replicates, keys[1],
+                                        passes), "psgld"
         else:
             pre = preconditioner_for(kind, problem, z, hess, rank, hutchinson_probes,
                                      lanczos_iters, seed, passes)
     raw = ((float(np.linalg.eigvalsh(hess)[0]), float(np.linalg.eigvalsh(hess)[-1]))
            if hess is not None else (math.nan, math.nan))
-    dyn_kind = _dynamics_kind(base.dynamics)
+    dyn_kind = base.dynamics.rule_family
 
     def tune(pre):
         lam = whitened_extremes(problem, z, pre, hess, lanczos_iters, seed, passes)
@@ -377,7 +330,7 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
         lam = (lam[0] if lam[0] > 0.0 else 1e-3 * lam[1], lam[1])
         model = noise.for_sampler(problem, base, z, pre, laplace, noise_points, noise_replicates,
                              keys[2], passes)
-        fr = getattr(base.dynamics, "friction", None)
+        fr = base.dynamics.friction
         fr, hs, infl, used = _rules(dyn_kind, lam, model, temps, fr, budget, given)
         if model.anchored and b is not None:  # the extrapolation, checked at the step's own
             g = tuning.anchor_decorrelation(dyn_kind, hs[0], np.geomspace(*lam, 9), fr,
@@ -408,7 +361,7 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
     # 5. Optional: P from warm-up draws, then the rules again.
     if adapt_steps > 0 and kind != "psgld":
         pre = adapted_preconditioner(problem, tuned, z, kind, rank, adapt_steps, seed, passes,
-                                     all_replicas=_all_replicas(sampler))
+                                     all_replicas=sampler.draw_replicas)
         kind = pre.kind
         lam, model, fr, hs, infl, used = tune(pre)
         tuned = _with(sampler, pre, fr, hs)
@@ -417,7 +370,8 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
     checks: tuple = ()
     if check and given is None:
         factor, checks, cost, allowed = selfcheck.check_sampler(
-            problem, _base(tuned), temps[0], laplace_starts(z, laplace, check_chains, keys[4]),
+            problem, tuned.tuning_base(), temps[0],
+            laplace_starts(z, laplace, check_chains, keys[4]),
             dyn_kind, lam, fr, hs[0], check_budget, max(1000.0, 10 * sum(passes.values())),
             small, tol, keys[5])
         passes["check"] = cost
@@ -430,9 +384,8 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
                           stacklevel=2)
 
     period = None
-    est = _base(tuned).estimator
-    if hasattr(est, "period_for") and problem.has_data:
-        period = est.period_for(problem)
+    if problem.has_data:
+        period = tuned.tuning_base().estimator.period_for(problem)
 
     # The start: the mode, or per-chain Laplace draws around it.
     if num_chains is None:

@@ -40,8 +40,8 @@ def replica_exchange(sampler: ReplicaBase, temperatures, step_sizes=None,
                      output: str = "coldest", rule: ExchangeRule | None = None,
                      cooldown: int = 0, variance_by_age: bool = True) -> ReplicaExchange:
     """Replica exchange (parallel tempering) over K replicas of one sampler; by default with
-    the bias-corrected swaps of reSGLD / VR-reSGLD (Alg. 1–2), whose conventions are in the
-    module docstring.
+    the bias-corrected swaps of reSGLD / VR-reSGLD (Alg. 1–2), whose conventions are in
+    :mod:`sgmc.kernels.coupling.replica`.
 
     The arguments come in groups: the replicas (``sampler``, ``temperatures``,
     ``step_sizes``, ``output``); the exchange rule (``rule``, or the Metropolis rule's own
@@ -49,6 +49,12 @@ def replica_exchange(sampler: ReplicaBase, temperatures, step_sizes=None,
     schedule)``); when attempts happen (``swap_every``, ``cooldown``); and, for a rule that
     uses the swap energies (the Metropolis rule), their estimator and σ̂² (``energy``,
     ``variance_period``, ``smoothing``, ``num_replicates``, ``variance_by_age``).
+
+    Samples are the coldest replica's (``output="coldest"``) or every replica's (``"all"``: an
+    extra replica axis after the draw axis). ``res.info`` gains ``swaps`` and ``swap_attempts``
+    per pair (counts per draw interval), ``energy_variance`` (σ̂² per pair) and
+    ``replica_labels`` (which chain each slot holds; round trips follow from it).
+    Gradient-evaluation counts include energy evaluations, anchor passes and replicates.
 
     Args:
         sampler: the base sampler, e.g. ``sgmc.sgld(...)`` or ``sgmc.sghmc(...)`` with any

@@ -64,31 +64,16 @@ estimators stay unbiased, and no O(N) table is copied. Pairs attempted: with
 non-reversible); with ``"stochastic"`` the parity is drawn at random. With two replicas the
 one pair is attempted every time.
 
-Samples are the coldest replica's (``output="coldest"``) or every replica's (``"all"``: an
-extra replica axis after the draw axis). ``res.info`` gains ``swaps`` and ``swap_attempts``
-per pair (counts per draw interval), ``energy_variance`` (σ̂² per pair) and
-``replica_labels`` (which chain each slot holds; round trips follow from it).
-Gradient-evaluation counts include energy evaluations, anchor passes and replicates.
-
-**Exchange rules.** The swap test is a rule object (:mod:`sgmc.kernels.coupling.rules`), and the
-coupling calls it only through the :class:`~sgmc.kernels.coupling.rules.ExchangeRule` contract: the
-Metropolis test above is :class:`~sgmc.kernels.coupling.rules.MetropolisRule` (the default; its
-options ``correction`` and ``schedule`` may be given to :func:`replica_exchange` directly), and
-the same coupling with :class:`~sgmc.kernels.coupling.rules.GreedyRule` is GD×LD / SGD×SGLD (Dong &
-Tong 2021, Alg. 1–2), the singular limit of replica exchange when the cold replica's
-temperature → 0: two replicas, X at τ = 0 (gradient descent) and Y at τ = γ (Langevin), both
-stepped by the same ``vmap``-ed transition on the same minibatch; then, if F̂(Y) < F̂(X) − t0,
-they swap (X, Y) ← (Y, X) or, ``copy=True`` (nGD×LD), (X, Y) ← (Y, Y). F̂ is the exact
-objective when ``batch_size`` is None, else a minibatch mean on a batch drawn independently of
-the gradient batch; with ``bound`` M_v no exchange happens unless ‖X‖, ‖Y‖ ≤ M_v. With
-``box=(lo, hi)`` both replicas are projected (clipped coordinatewise) onto the box after the
-dynamics step, before the comparison. No σ̂² is measured for a rule without
-``uses_energy`` (the greedy rule). Per step, the coupling: (if the rule uses energies) the
-replicate σ̂² / c measurement and the anchor refresh; one dynamics step of every replica;
-``rule.project``; then, every ``swap_every`` steps outside a cool-down (and, for an energy
-rule, once σ̂² is measured), ``rule.attempt`` inside a ``lax.cond`` that carries only the
-positions, energy states, labels and σ̂² (never an estimator's O(N) table), and applies the
-permutation it returns to the positions, the energy states and the labels.
+**Exchange rules.** The swap test is a rule object called only through the
+:class:`~sgmc.contracts.exchange.ExchangeRule` contract: the Metropolis test above is
+:class:`~sgmc.kernels.coupling.rules.MetropolisRule` (the default), and the same coupling with
+:class:`~sgmc.kernels.coupling.rules.GreedyRule` is GD×LD / SGD×SGLD (Dong & Tong 2021,
+Alg. 1–2; :mod:`sgmc.kernels.coupling.rules`). Per step, the coupling: (if the rule uses
+energies) the replicate σ̂² / c measurement and the anchor refresh; one dynamics step of every
+replica; ``rule.project``; then, every ``swap_every`` steps outside a cool-down (and, for an
+energy rule, once σ̂² is measured), ``rule.attempt`` inside a ``lax.cond`` that carries only
+the positions, energy states, labels and σ̂² (never an estimator's O(N) table), and applies
+the permutation it returns to the positions, the energy states and the labels.
 """
 
 from __future__ import annotations
@@ -100,7 +85,7 @@ import jax
 import jax.numpy as jnp
 
 from sgmc import _validate as check
-from sgmc._pytree import pytree_dataclass, static
+from sgmc._pytree import pytree_dataclass, replace, static
 from sgmc.kernels.coupling.energy import CVEnergy
 from sgmc.kernels.coupling.rules import (
     PAIR_SCHEDULES,
@@ -109,7 +94,7 @@ from sgmc.kernels.coupling.rules import (
 )
 from sgmc.kernels.dynamics import StepParams
 from sgmc.rng import Rng, as_rng
-from sgmc.schedules import Schedule
+from sgmc.schedules import Schedule, as_schedule
 
 __all__ = ["OUTPUTS", "SCHEDULES", "ReplicaExchange", "ReplicaState"]
 
@@ -184,6 +169,11 @@ class ReplicaExchange:
         return {"output": self.output}
 
     @property
+    def positive_schedules(self) -> tuple[str, ...]:
+        """F_t divides σ̂²; a rule that uses energies divides by τ (a = 1/τ_k − 1/τ_{k+1})."""
+        return ("correction",) + (("temperatures",) if self.rule.uses_energy else ())
+
+    @property
     def draw_replicas(self) -> bool:
         """Whether a draw stacks every replica's point on a leading axis."""
         return self.output == "all"
@@ -226,6 +216,25 @@ class ReplicaExchange:
     def _replicates(self) -> bool:
         """Whether the replicate measurement runs: σ̂² (not per age) or an adaptive c."""
         return not self._by_age or self.energy.adaptive
+
+    # -- the tuning contract (sgmc.contracts.tunable.Tunable): one base, K temperatures --
+    def tuning_base(self):
+        return self.sampler.tuning_base()
+
+    def tuning_temperatures(self) -> list[float]:
+        return [float(s(0)) for s in self.temperatures]
+
+    def given_steps(self) -> list[float] | None:
+        if any(s is None for s in self.step_sizes):
+            return None
+        return [float(s(0)) for s in self.step_sizes]
+
+    def with_tuning(self, base, steps: list[float], force: bool = False) -> ReplicaExchange:
+        step_sizes = self.step_sizes
+        if force or any(s is None for s in step_sizes):
+            step_sizes = tuple(as_schedule(h) for h in steps)
+        return replace(self, sampler=self.sampler.with_tuning(base, steps, force),
+                       step_sizes=step_sizes)
 
     def _energy_batch(self, problem) -> int:
         """Minibatch size of the swap energies: the energy's, else the sampler's, else N."""

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 
 from sgmc._pytree import pytree_dataclass
 from sgmc.contracts.estimator import Context
+from sgmc.contracts.integrator import Dynamics
 from sgmc.kernels.preconditioners import Identity
 from sgmc.rng import as_rng
 
@@ -33,10 +34,12 @@ class LangevinState(NamedTuple):
 
 
 @pytree_dataclass
-class Langevin:
+class Langevin(Dynamics):
     """Overdamped Langevin (SGLD) dynamics with a constant ``preconditioner`` P."""
 
     preconditioner: Any = Identity()
+
+    rule_family = "langevin"  # sgmc.tune.rules' overdamped formulas
 
     def init(self, problem, estimator, position, key, params):
         return LangevinState(position, estimator.init(problem, position, key))

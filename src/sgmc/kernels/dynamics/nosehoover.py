@@ -110,6 +110,7 @@ import jax.numpy as jnp
 from sgmc._pytree import pytree_dataclass, static
 from sgmc._tree import normal_like
 from sgmc.contracts.estimator import Context
+from sgmc.contracts.integrator import Dynamics
 from sgmc.kernels.preconditioners import Identity
 from sgmc.rng import as_rng
 
@@ -129,7 +130,7 @@ class NoseHooverState(NamedTuple):
 
 
 @pytree_dataclass
-class NoseHoover:
+class NoseHoover(Dynamics):
     """SGNHT dynamics with injected diffusion ``diffusion`` (A; also ξ's initial value), the
     initial momentum rule, mass matrix ``preconditioner``⁻¹ (the state's momentum is
     whitened) and the thermostat's form, ``"scalar"`` or ``"diagonal"``; see the module

@@ -17,10 +17,13 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from sgmc._pytree import pytree_dataclass
 from sgmc._tree import zeros_like
 from sgmc.contracts.estimator import Context
+from sgmc.contracts.integrator import Dynamics
+from sgmc.kernels import preconditioners
 from sgmc.rng import as_rng
 
 __all__ = ["PSGLD", "PSGLDState"]
@@ -33,11 +36,22 @@ class PSGLDState(NamedTuple):
 
 
 @pytree_dataclass
-class PSGLD:
+class PSGLD(Dynamics):
     """pSGLD dynamics with RMSprop decay ``alpha`` and regulariser ``eps`` (λ)."""
 
     alpha: Any
     eps: Any
+
+    #: Overdamped (sgmc.tune.rules' Langevin formulas) in the metric it adapts itself.
+    rule_family = "langevin"
+    metric = "adaptive"
+
+    def settled_metric(self, mean_square: Any) -> preconditioners.Preconditioner:
+        """G = 1/(λ + √V): what the running average settles to where E[ḡ²] = V."""
+        eps = float(self.eps)
+        return preconditioners.diagonal(jax.tree.map(
+            lambda v: np.asarray(1.0 / (eps + np.sqrt(np.asarray(v, np.float64))), np.float32),
+            mean_square))
 
     def init(self, problem, estimator, position, key, params):
         return PSGLDState(position, zeros_like(position), estimator.init(problem, position, key))

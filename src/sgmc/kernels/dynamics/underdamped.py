@@ -43,9 +43,10 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgmc._pytree import pytree_dataclass, static
+from sgmc._pytree import pytree_dataclass, replace, static
 from sgmc._tree import normal_like
 from sgmc.contracts.estimator import Context
+from sgmc.contracts.integrator import Dynamics
 from sgmc.kernels.preconditioners import Identity
 from sgmc.rng import as_rng
 
@@ -64,7 +65,7 @@ class UnderdampedState(NamedTuple):
 
 
 @pytree_dataclass
-class Underdamped:
+class Underdamped(Dynamics):
     """SGHMC dynamics with friction ``friction`` (D), the chosen integrator and initial
     momentum, and mass matrix ``preconditioner``⁻¹ (the state's momentum is whitened)."""
 
@@ -72,6 +73,20 @@ class Underdamped:
     integrator: str = static("euler")
     init_momentum: str = static("random")
     preconditioner: Any = Identity()
+
+    @property
+    def rule_family(self) -> str:
+        """sgmc.tune.rules has formulas for each integrator."""
+        return self.integrator
+
+    def unset(self) -> tuple[str, ...]:
+        return ("friction",) if self.friction is None else ()
+
+    def tuned(self, preconditioner: Any = None, friction: Any = None) -> Underdamped:
+        out = self if preconditioner is None else replace(self, preconditioner=preconditioner)
+        if friction is not None and self.friction is None:
+            out = replace(out, friction=jnp.float32(friction))
+        return out
 
     def init(self, problem, estimator, position, key, params):
         k_mom, k_est = jax.random.split(key)
