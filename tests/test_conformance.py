@@ -49,10 +49,10 @@ import numpy as np
 import pytest
 
 import sgmc
+from sgmc.contracts.estimator import GradientEstimator
+from sgmc.contracts.integrator import Integrator, StepParams
 from sgmc.contracts.kernel import REDUCTIONS, Kernel, check_info
 from sgmc.kernels.coupling.rules import ExchangeRule
-from sgmc.contracts.integrator import Integrator, StepParams
-from sgmc.contracts.estimator import GradientEstimator
 from sgmc.kernels.sampler import sgnht
 from sgmc.rng import Rng, record, replay
 

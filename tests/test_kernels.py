@@ -18,8 +18,8 @@ import pytest
 
 import sgmc
 from sgmc._pytree import pytree_dataclass
-from sgmc.kernels.dynamics import StepParams
 from sgmc.contracts.estimator import Estimator
+from sgmc.kernels.dynamics import StepParams
 
 D = 20_000  # coordinates: the noise variance of one step is estimated to ~1 % (se √(2/D))
 

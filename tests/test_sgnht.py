@@ -47,9 +47,9 @@ from scipy.optimize import brentq, fsolve
 
 import sgmc
 from linear_gaussian import gradient_noise_cov, moment_check
+from sgmc.contracts.integrator import Integrator
 from sgmc.io import sinks as _sinks
 from sgmc.kernels.dynamics import NoseHoover, NoseHooverState
-from sgmc.contracts.integrator import Integrator
 from sgmc.kernels.sampler import sgnht
 from sgmc.rng import record
 from test_checkpoint import interrupt_after
