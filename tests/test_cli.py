@@ -146,7 +146,7 @@ def test_reproduce_list_shows_every_experiment_with_its_time(capsys):
 ])
 def test_console_script_keeps_compiled_programs_on_disk(tmp_path, env, returned, jax_dir):
     # In a subprocess: the cache is a process-wide JAX setting.
-    code = ("import jax; from sgmc import cli; f = cli.enable_cache(); "
+    code = ("import jax; from sgmc.lab import cli; f = cli.enable_cache(); "
             "print(f, jax.config.jax_compilation_cache_dir)")
     base = {k: v for k, v in os.environ.items()
             if k not in ("SGMC_CACHE_DIR", "XDG_CACHE_HOME", "JAX_COMPILATION_CACHE_DIR")}
