@@ -10,7 +10,8 @@ The pieces a sampler is composed of have their own contracts, in the modules tha
 
 * :class:`sgmc.contracts.estimator.GradientEstimator` — how ∇U is estimated from a minibatch;
 * :class:`sgmc.contracts.integrator.Integrator` — how the state moves given that estimate;
-* :class:`sgmc.kernels.coupling.rules.ExchangeRule` — how replicas exchange positions.
+* :class:`sgmc.contracts.exchange.ExchangeRule` — how replicas exchange positions;
+* :class:`sgmc.contracts.tunable.Tunable` — what :func:`sgmc.warmup` reads of a kernel.
 
 ``docs/architecture.md`` shows each with a worked example of adding a new one.
 """

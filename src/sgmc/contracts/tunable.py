@@ -20,7 +20,8 @@ __all__ = ["TUNABLE_MEMBERS", "Tunable"]
 class Tunable(Protocol):
     """A kernel :func:`sgmc.warmup` can tune (module docstring)."""
 
-    #: Whether a kept draw holds every replica (the self-check then compares them all).
+    #: Whether a kept draw holds every replica on an extra axis (the warm-up then reads the
+    #: coldest replica's draws when it re-estimates the preconditioner from them).
     draw_replicas: bool
 
     def tuning_base(self) -> Any:

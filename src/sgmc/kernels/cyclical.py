@@ -101,6 +101,7 @@ contract (:class:`sgmc.kernels.coupling.ReplicaBase`) as any sampler does.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from typing import Any
@@ -290,8 +291,10 @@ def _cyclical_sampler(sampler: Sampler, m: int, beta: float, k: int, length: int
         raise ValueError("the cyclical schedule replaces the base sampler's step-size "
                          "schedule, so the base step size (α₀) must be a constant, got "
                          f"{type(sampler.step_size).__name__}")
-    fields = {f: getattr(sampler, f) for f in ("dynamics", "estimator", "step_size",
-                                                "temperature", "batch_size")}
+    # Every field of the base Sampler carries over (derived from its definition, so a field
+    # added to Sampler is never dropped here); the name is the cyclical one.
+    fields = {f.name: getattr(sampler, f.name) for f in dataclasses.fields(Sampler)
+              if f.name != "name"}
     return CyclicalSampler(**fields, name=f"c{sampler.name}", num_cycles=m, num_steps=k,
                            exploration=beta, cycle_length=length, explore_steps=e,
                            scale=scale)
