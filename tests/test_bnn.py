@@ -101,6 +101,7 @@ def test_trailing_bma_averages_the_later_half():
     assert np.allclose(got, [1, 1.5, 2.5, 3, 4, 4.5])
 
 
+@pytest.mark.slow
 @pytest.mark.data
 @pytest.mark.skipif(not {"protein", "letter"} <= set(datasets.available()),
                     reason=f"protein/letter are absent from {datasets.data_root()} "

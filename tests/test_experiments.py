@@ -1,5 +1,7 @@
-"""`sgmc reproduce`: the list, and the quick versions of the experiments (they need the real
-data in ../shared/data and skip without it)."""
+"""`sgmc reproduce`: the list; every experiment's smoke run (``--smoke``: the whole pipeline
+at its smallest, a few compiled programs each) in the default tier; the quick versions
+(``--quick``, 20–60 s each) in the slow tier (``make test-slow``). Those that need the real data
+in ../shared/data skip without it."""
 
 import json
 
@@ -7,20 +9,27 @@ import pytest
 
 from sgmc import datasets
 from sgmc.lab.cli import main
-from sgmc.lab.experiments.verdict import check_claim_dict
+from sgmc.lab.experiments import registry
+from sgmc.lab.experiments.verdict import HOLDS, NOT_REGIME, SMOKE, check_claim_dict
 
 needs_data = pytest.mark.skipif(
     not {"concrete", "pima"} <= set(datasets.available()),
     reason=f"the UCI files are absent from {datasets.data_root()} (set SGMC_DATA)")
 
+#: The datasets of ../shared/data each experiment reads (the others need none).
+DATA = {"svrg-hmc-regression": {"concrete"}, "svrg-hmc-classification": {"pima"},
+        "svrg-hmc-bnn": {"protein"}, "ewsg-logistic": {"eeg"},
+        "ewsg-mnist": {"mnist"}, "vr-resghmc-classifier": {"mnist"}}
 
-def quick(tmp_path, capsys, name) -> tuple[str, dict]:
-    """Run ``sgmc reproduce NAME --quick`` into tmp_path: (printed text, its JSON numbers).
+
+def quick(tmp_path, capsys, name, size: str = "--quick") -> tuple[str, dict]:
+    """Run ``sgmc reproduce NAME --quick`` (or ``size``: ``"--smoke"``) into tmp_path:
+    (printed text, its JSON numbers).
 
     Every experiment's JSON carries ``claims``, each judged by the one verdict rule (its
     verdict follows from its effect and SE; no "holds" under 2 SE) with its deviations."""
     out_json = tmp_path / "result.json"
-    assert main(["reproduce", name, "--quick", "--out", str(tmp_path),
+    assert main(["reproduce", name, size, "--out", str(tmp_path),
                  "--json", str(out_json)]) == 0
     text, result = capsys.readouterr().out, json.loads(out_json.read_text())
     assert result["claims"], f"{name} judged no claim"
@@ -30,13 +39,51 @@ def quick(tmp_path, capsys, name) -> tuple[str, dict]:
     return text, result
 
 
+def _experiment(name: str):
+    """``name`` as a test parameter, with the data marks of :data:`DATA`."""
+    need = DATA.get(name, set())
+    if not need:
+        return name
+    return pytest.param(name, marks=[
+        pytest.mark.data,
+        pytest.mark.skipif(not need <= set(datasets.available()),
+                           reason=f"{', '.join(sorted(need))} absent from "
+                                  f"{datasets.data_root()} (set SGMC_DATA)")])
+
+
+@pytest.mark.filterwarnings("ignore::sgmc.SamplingWarning")  # runs of a handful of steps
+@pytest.mark.parametrize("name", [_experiment(n) for n in registry()])
+def test_smoke(tmp_path, capsys, name):
+    """`sgmc reproduce NAME --smoke`: the whole pipeline at its smallest — it runs, every
+    claim is judged by the rule and, the run being a smoke run, outside the paper's regime
+    (each claim says so in a deviation, the report in its first line), the JSON is written
+    and so is every figure the experiment draws."""
+    text, result = quick(tmp_path, capsys, name, "--smoke")
+    assert result["smoke"] is True
+    assert text.startswith("SMOKE RUN, a pipeline check only")
+    for claim in result["claims"]:
+        assert claim["verdict"] in (HOLDS, NOT_REGIME), claim
+        assert any(d.startswith(SMOKE) for d in claim["deviations"]), claim["claim"]
+    assert result["figures"], f"{name} drew no figure"
+    for path in result["figures"]:
+        assert (tmp_path / path.split("/")[-1]).is_file(), path
+
+
 def test_list(capsys):
     assert main(["reproduce", "--list"]) == 0
     out = capsys.readouterr().out
     assert "svrg-hmc-regression" in out and "svrg-hmc-classification" in out
     assert "ewsg-gaussian" in out
+    assert "--smoke" in out
 
 
+def test_quick_and_smoke_exclude_each_other(capsys):
+    with pytest.raises(SystemExit):
+        main(["reproduce", "cyclical-mixture", "--quick", "--smoke"])
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+@pytest.mark.slow
 @pytest.mark.data
 @needs_data
 @pytest.mark.parametrize("name, metric", [("svrg-hmc-regression", "MSE"),
@@ -91,6 +138,7 @@ def _claim(result, start: str) -> dict:
     return c
 
 
+@pytest.mark.slow
 def test_ewsg_gaussian_quick(tmp_path, capsys):
     """The headline of the EWSG paper, at reduced size, with the paper's explicit integrator
     (eq. 3): EWSG's KL is well below SGHMC's, and the claim holds by the rule."""
@@ -118,6 +166,7 @@ def test_ewsg_gaussian_quick(tmp_path, capsys):
     assert (tmp_path / "ewsg_gaussian_mse.png").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.data
 @pytest.mark.skipif("eeg" not in datasets.available(),
                     reason=f"EEG eye state is absent from {datasets.data_root()}")
@@ -144,6 +193,7 @@ def test_ewsg_logistic_quick(tmp_path, capsys):
     assert (tmp_path / "ewsg_logistic.png").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.data
 @pytest.mark.skipif("mnist" not in datasets.available(),
                     reason=f"MNIST is absent from {datasets.data_root()}")
@@ -213,6 +263,7 @@ def test_ewsg_mnist_cnn_parts(monkeypatch):
         ec.mnist_cnn(np.zeros((2, 784)), np.array([0, 1]))
 
 
+@pytest.mark.slow
 def test_vr_resgld_mixture_quick(tmp_path, capsys):
     text, result = quick(tmp_path, capsys, "vr-resgld-mixture")
     assert "the control variate reduces σ̂² by hundreds of times" in text
@@ -234,6 +285,7 @@ def test_vr_resgld_mixture_quick(tmp_path, capsys):
     assert (tmp_path / "vr_resgld_mixture.png").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.data
 @pytest.mark.skipif("mnist" not in datasets.available(),
                     reason=f"MNIST is absent from {datasets.data_root()}")
@@ -262,6 +314,7 @@ def test_vr_resghmc_classifier_quick(tmp_path, capsys):
     assert (tmp_path / "vr_resghmc_classifier.png").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gdxld-wells", "sgdxsgld-kde", "gdxld-benchmarks"])
 def test_gdxld_quick(tmp_path, capsys, name):
     _, result = quick(tmp_path, capsys, name)
@@ -305,6 +358,7 @@ def test_gdxld_quick(tmp_path, capsys, name):
         assert result["weights_seed"] == paper_like_seeds(1)[0]
 
 
+@pytest.mark.slow
 def test_warmup_comparison_quick(tmp_path, capsys):
     """The synthetic case only (no data needed): its verdicts follow the rule, the figure is
     written."""

@@ -26,7 +26,12 @@ def main(argv: list[str] | None = None) -> int:
     rep = sub.add_parser("reproduce", help="run one paper experiment (--list shows them)")
     rep.add_argument("name", nargs="?", help="experiment name")
     rep.add_argument("--list", action="store_true", help="list the experiments and exit")
-    rep.add_argument("--quick", action="store_true", help="a reduced run (about a minute)")
+    size = rep.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="a reduced run (about a minute)")
+    size.add_argument("--smoke", action="store_true",
+                      help="the smallest run (seconds, mostly compiling): a pipeline check "
+                      "of run, claims, report, JSON and figures; its verdicts are not "
+                      "evidence about the paper")
     rep.add_argument("--out", default="sgmc-reproduce", help="folder for figures")
     rep.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
     rep.add_argument("--seed", type=int, default=0)
@@ -105,12 +110,13 @@ def _reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         print(f"{'experiment':<28}{'full run':>10}  what (paper)")
         for e in exps.values():
             print(f"{e.name:<28}{f'~{e.minutes_full:g} min':>10}  {e.summary} ({e.paper})")
-        print("\nevery experiment also has --quick (about a minute, mostly compiling)")
+        print("\nevery experiment also has --quick (about a minute, mostly compiling) and "
+              "--smoke (a pipeline check, seconds)")
         return 0
     if args.name not in exps:
         parser.error(f"unknown experiment {args.name!r}; choose from {', '.join(exps)}")
     result = exps[args.name].run(quick=args.quick, out=args.out, seed=args.seed,
-                                 data_root=args.data)
+                                 data_root=args.data, smoke=args.smoke)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result, fh, indent=1, default=float)

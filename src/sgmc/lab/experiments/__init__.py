@@ -2,7 +2,11 @@
 
 Each experiment prints the paper's claim beside what was measured, writes figures to
 ``--out`` and returns a JSON-serialisable dict of its numbers (``--json PATH`` saves it).
-``--quick`` runs a reduced version (under a minute) that the tests use.
+``--quick`` runs a reduced version (under a minute; the slow tests use it) and ``--smoke``
+the smallest one (seconds, mostly compiling: fewest samplers, a handful of steps and chains,
+tiny data subsets), which the default tests use as a pipeline check: run, claims judged by
+the rule (outside the paper's regime, :func:`~sgmc.lab.experiments.verdict.smoke`), printed
+report, JSON and figures.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ class Experiment:
     summary: str
     paper: str
     minutes_full: float
-    run: Callable[..., dict]  # run(quick: bool, out: str, seed: int, data_root) -> dict
+    run: Callable[..., dict]  # run(quick, out, seed, data_root, smoke=False) -> dict
 
 
 def registry() -> dict[str, Experiment]:

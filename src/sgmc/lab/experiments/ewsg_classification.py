@@ -46,6 +46,12 @@ images), the model average of the draws after half a pass. XLA:CPU runs convolut
 inside the sampler's loop ~12× slower than at top level, so the convolutions are computed
 as patches @ kernel (:func:`_conv_as_matmul`; equal to float32 rounding).
 
+``--smoke`` (a pipeline check; compiling is most of it): :data:`LOGISTIC_SMOKE`,
+:data:`MNIST_SMOKE` and :data:`CNN_SMOKE` — two samplers (EWSG against pSGLD, whose
+validation grid shares its program, in the logistic run; against SGHMC on the MLP; EWSG
+alone on the CNN), a handful of steps and chains, small data subsets; the claims whose
+samplers are not run are judged NaN.
+
 EWSG uses M = 1. For b > 1 the default is the minibatch as one term of V (``grouping="batch"``,
 the paper's n/b minibatches); on EEG one index chain per slot (``grouping="slot"``) is run
 beside it as a comparison; see :func:`sgmc.ewsg`.
@@ -56,7 +62,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import jax
 import jax.numpy as jnp
@@ -96,19 +102,20 @@ def logistic_samplers(psgld_step: float = 1e-6) -> dict:
     }
 
 
-def choose_psgld_step(post, design_val, y_val, n: int, seed: int, chains: int = 50) -> dict:
-    """pSGLD's step: the grid value with the best validation log-likelihood of the model
+def choose_psgld_step(post, design_val, y_val, n: int, seed: int, chains: int = 50,
+                      grid: tuple = PSGLD_GRID) -> dict:
+    """pSGLD's step: the ``grid`` value with the best validation log-likelihood of the model
     average after one pass (``chains`` chains from θ = 0, one seed)."""
     steps = math.ceil(n / LOGISTIC_BATCH)
     scores = {}
-    for h in PSGLD_GRID:
+    for h in grid:
         res = sample(post, psgld(h, batch_size=LOGISTIC_BATCH), jnp.zeros(design_val.shape[1]),
                      num_steps=steps, num_chains=chains, thin=steps, seed=seed + 50,
                      progress=False)
         scores[h] = _bma_binary(res.samples[:, -1], design_val, y_val)["log_likelihood"]
     best = max(scores, key=lambda h: scores[h] if np.isfinite(scores[h]) else -np.inf)
     return {"step": best, "validation_log_likelihood": {f"{h:g}": v for h, v in scores.items()},
-            "grid": list(PSGLD_GRID), "chains": chains, "passes": 1}
+            "grid": list(grid), "chains": chains, "passes": 1}
 
 
 def _bma_binary(theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> dict:
@@ -122,25 +129,44 @@ def _summary(values: list[float]) -> dict:
     return {"mean": mean, "se": se, "std": float(np.std(values)), "runs": values}
 
 
+#: The smoke run of ``ewsg-logistic``: the first ``rows`` training rows (one pass = 20 steps),
+#: ``chains`` chains × ``seeds`` seeds, pSGLD's validation grid cut to ``grid`` (its runs and
+#: pSGLD's row share one compiled program) and two ``samplers`` (two programs): EWSG against
+#: the best of the others that ran (pSGLD); the claim against SGHMC is judged without it, NaN.
+LOGISTIC_SMOKE = {"rows": 1_000, "chains": 4, "seeds": 2, "grid": (1e-6, 1e-5),
+                  "samplers": ("pSGLD", "EWSG")}
+
+
 def run_logistic(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
-                 data_root=None) -> dict:
+                 data_root=None, smoke: bool = False) -> dict:
     ds = datasets.load("eeg", data_root)
     sp = datasets.split(ds.X, ds.y, seed=seed)
 
     def design(X):
         return np.hstack([X, np.ones((X.shape[0], 1))])
 
-    Xtr, ytr = design(sp.train[0]), sp.train[1]
+    cut = LOGISTIC_SMOKE["rows"] if smoke else None
+    Xtr, ytr = design(sp.train[0][:cut]), sp.train[1][:cut]
     Xte, yte = design(sp.test[0]), sp.test[1]
     post = models.logistic_regression(Xtr, ytr, prior_std=math.sqrt(10.0))
     n = Xtr.shape[0]
-    chains, seeds = (50, 2) if quick else (200, 5)
-    settings = (1.0,) if quick else (1.0, 10.0)
-    chosen = choose_psgld_step(post, design(sp.val[0]), sp.val[1], n, seed)
+    chains, seeds = ((LOGISTIC_SMOKE["chains"], LOGISTIC_SMOKE["seeds"]) if smoke
+                     else (50, 2) if quick else (200, 5))
+    settings = (1.0,) if quick or smoke else (1.0, 10.0)
+    chosen = (choose_psgld_step(post, design(sp.val[0]), sp.val[1], n, seed, chains=chains,
+                                grid=LOGISTIC_SMOKE["grid"]) if smoke else
+              choose_psgld_step(post, design(sp.val[0]), sp.val[1], n, seed))
+    detail = (f"{', '.join(LOGISTIC_SMOKE['samplers'])} only, {n:,} training rows (one pass "
+              f"= {math.ceil(n / LOGISTIC_BATCH)} steps), {chains} chains × {seeds} seeds, "
+              f"pSGLD grid {list(LOGISTIC_SMOKE['grid'])}")
+    if smoke:
+        print(V.smoke_banner(detail))
     table: dict = {}
     for passes in settings:
         row = {}
         for name, (smp, per) in logistic_samplers(chosen["step"]).items():
+            if smoke and name not in LOGISTIC_SMOKE["samplers"]:
+                continue
             steps = math.ceil(passes * n / (LOGISTIC_BATCH * per))
             acc, ll, size = [], [], []
             for s in range(seeds):
@@ -174,12 +200,13 @@ def run_logistic(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0
                   f"{ll['mean']:>13.4f} ± {ll['se']:.4f}{r['max_abs_theta']:>10.3g}")
         print()
     claims = logistic_claims(table, chosen, quick, seeds)
-    published = V.publish(claims, "EWSG paper, Sec. 5.2: verdicts")
+    published = V.publish(V.smoke(claims, detail) if smoke else claims,
+                          "EWSG paper, Sec. 5.2: verdicts")
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "ewsg_logistic.png")
     _logistic_figure(table, path)
     print(f"\nfigure: {path}")
-    return {"dataset": "eeg", "num_train": n, "chains": chains, "seeds": seeds,
+    return {"dataset": "eeg", "num_train": n, "chains": chains, "seeds": seeds, "smoke": smoke,
             "integrator": INTEGRATOR, "psgld_step": chosen, "table": table,
             "claims": published, "figures": [path]}
 
@@ -201,7 +228,8 @@ def logistic_claims(table: dict, chosen: dict, quick: bool, seeds: int) -> list[
         when = f"{float(passes):g} pass(es)" + (" (the paper's setting)" if passes == "1.0"
                                                  else " (beyond the paper: converged chains)")
         for key, label in (("accuracy", "accuracy"), ("log_likelihood", "log-likelihood")):
-            others = {k: row[k][key] for k in ("SGHMC", "SGLD", "pSGLD")}
+            # (a smoke run has not every sampler: the best of those that ran)
+            others = {k: row[k][key] for k in ("SGHMC", "SGLD", "pSGLD") if k in row}
             best = max(others, key=lambda k: others[k]["mean"])
             mine = row["EWSG"][key]
             claims.append(V.judge(
@@ -215,13 +243,14 @@ def logistic_claims(table: dict, chosen: dict, quick: bool, seeds: int) -> list[
                       "(std 0.05–0.09), log-likelihoods −0.527 to −0.523; 'EWSG outperforms "
                       "others'",
                 deviations=deviations, in_regime=False))
-        mine, base = row["EWSG"]["accuracy"], row["SGHMC"]["accuracy"]
+        nan = {"mean": math.nan, "se": math.nan}  # a sampler a smoke run did not run
+        mine, base = row["EWSG"]["accuracy"], row.get("SGHMC", {"accuracy": nan})["accuracy"]
         claims.append(V.judge(
             f"EWSG's test accuracy is above SGHMC's, its uniform counterpart, after {when}",
             mine["mean"] - base["mean"], V.diff_se(mine["se"], base["se"]),
             se_over=f"{seeds} seeds", effect_text="accuracy(EWSG) − accuracy(SGHMC)",
             measured={k: {"value": row[k]["accuracy"]["mean"], "se": row[k]["accuracy"]["se"]}
-                      for k in ("EWSG", "SGHMC")},
+                      for k in ("EWSG", "SGHMC") if k in row},
             paper="Table 1 and Sec. 5.2: EWSG improves on uniform subsampling (SGHMC)",
             deviations=deviations, in_regime=False))
     return claims
@@ -395,6 +424,14 @@ CNN_PILOT_GRID = {"SGHMC": ((3e-4, 10.0), (2e-3, 1.0), (3e-4, 1.0), (1e-3, 10.0)
 #: Size of the CNN rows: training images, data passes, draws per chain, test images.
 CNN_FULL = {"train": 60_000, "passes": 1.0, "points": 8, "test": 10_000}
 CNN_QUICK = {"train": 400, "passes": 1.0, "points": 2, "test": 500}
+#: The smoke run's CNN rows: EWSG only (one compiled program; its claims, computed by the
+#: same function as the MLP rows', are judged without their rivals, NaN), 200 training and
+#: 200 test images.
+CNN_SMOKE = {"train": 200, "passes": 1.0, "points": 2, "test": 200, "samplers": ("EWSG",)}
+#: The smoke run's MLP rows: the first ``train`` training and ``test`` test images, one pass,
+#: ``points`` draws, EWSG and SGHMC only (one compiled program each).
+MNIST_SMOKE = {"train": 1_000, "test": 1_000, "passes": 1.0, "points": 2,
+               "samplers": ("SGHMC", "EWSG")}
 CNN_SKIPPED = ("CNN rows skipped: the EWSG paper's CNN is written with Flax, an optional "
                "dependency: pip install 'sgmc[nn]'")
 
@@ -462,12 +499,14 @@ def cnn_pilot(steps: int = 120, val: int = 2_000, seed: int = 0, data_root=None,
     return {"steps": steps, "validation_images": val, "accuracy": scores}
 
 
-def run_mnist_cnn(train, test, quick: bool = False, seed: int = 0) -> dict:
+def run_mnist_cnn(train, test, quick: bool = False, seed: int = 0,
+                  smoke: bool = False) -> dict:
     """The CNN rows of ``ewsg-mnist``: each sampler of :func:`mnist_cnn_samplers` from one
     Flax-initialised point, test accuracy and log-likelihood of the model average of the
     draws after the first half pass against data passes; per-image correctness and
-    log-likelihood (for paired SEs) and the measured seconds per step."""
-    size = CNN_QUICK if quick else CNN_FULL
+    log-likelihood (for paired SEs) and the measured seconds per step (``smoke``:
+    :data:`CNN_SMOKE`)."""
+    size = CNN_SMOKE if smoke else CNN_QUICK if quick else CNN_FULL
     X, y = train.X[:size["train"]], train.y[:size["train"]]
     Xte = jnp.asarray(test.X[:size["test"]], jnp.float32)
     yte = np.asarray(test.y[:size["test"]])
@@ -477,6 +516,8 @@ def run_mnist_cnn(train, test, quick: bool = False, seed: int = 0) -> dict:
     n, passes, points = X.shape[0], size["passes"], size["points"]
     rows, correct, loglik = {}, {}, {}
     for name, (smp, per) in mnist_cnn_samplers().items():
+        if name not in size.get("samplers", CNN_SETTINGS):
+            continue
         thin = max(1, round(passes * n / (MNIST_BATCH * per) / points))
         res = sample(post, smp, init, num_steps=thin * points, thin=thin, seed=seed + 1,
                      progress=False)
@@ -508,7 +549,7 @@ def run_mnist_cnn(train, test, quick: bool = False, seed: int = 0) -> dict:
         (a, a_se), (ll, ll_se) = r["accuracy"], r["log_likelihood"]
         print(f"{name:<8}{h:>8.0e}{(g or 0):>6g}{r['steps']:>7}{a:>15.4f} ± {a_se:.4f}"
               f"{ll:>15.4f} ± {ll_se:.4f}{r['seconds_per_step']:>8.2f}")
-    claims = cnn_claims(rows, correct, loglik, passes, n, quick, yte.size)
+    claims = cnn_claims(rows, correct, loglik, passes, n, quick or smoke, yte.size)
     return {"num_train": n, "num_test": int(yte.size), "passes": passes,
             "settings": {k: {"h": h, "friction": g} for k, (h, g) in CNN_SETTINGS.items()},
             "rows": rows, "claims": claims}
@@ -549,11 +590,13 @@ def _ewsg_claims(correct: dict, final: dict, num_test: int, title: str, measured
                  paper: str, deviations: list) -> list[V.Claim]:
     """The two claims of Fig. 3 (EWSG over SGHMC; over the better of SGLD and pSGLD), each
     the paired per-test-image difference of correct predictions."""
-    best = max(("SGLD", "pSGLD"), key=final.get)
+    ran = [k for k in ("SGLD", "pSGLD") if k in final]  # (a smoke run: maybe neither)
+    best = max(ran, key=final.get) if ran else "SGLD/pSGLD (not run)"
     claims = []
     for rival, text in (("SGHMC", "EWSG improves on SGHMC (its uniform counterpart)"),
                         (best, "EWSG outperforms SGLD and pSGLD")):
-        effect, se = V.paired(correct["EWSG"], correct[rival])
+        effect, se = (V.paired(correct["EWSG"], correct[rival])
+                      if "EWSG" in correct and rival in correct else (math.nan, math.nan))
         claims.append(V.judge(
             title.format(text), effect, se, se_over=f"{num_test} test images (paired)",
             effect_text=f"accuracy(EWSG) − accuracy({rival})", measured=measured,
@@ -562,17 +605,29 @@ def _ewsg_claims(correct: dict, final: dict, num_test: int, title: str, measured
 
 
 def run_mnist(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
-              data_root=None) -> dict:
+              data_root=None, smoke: bool = False) -> dict:
     train, test = datasets.load_mnist(data_root)
     X, y = train.X, train.y
     if quick:
         X, y = X[:10_000], y[:10_000]
+    if smoke:
+        X, y = X[:MNIST_SMOKE["train"]], y[:MNIST_SMOKE["train"]]
+        test = replace(test, X=test.X[:MNIST_SMOKE["test"]], y=test.y[:MNIST_SMOKE["test"]])
     post = models.mlp(X, y, hidden=(100,), prior_std=1.0)
     init = post.loglik.init(jax.random.key(seed))
     n = X.shape[0]
-    passes, points = (1.0, 5) if quick else (10.0, 20)
+    passes, points = ((MNIST_SMOKE["passes"], MNIST_SMOKE["points"]) if smoke
+                      else (1.0, 5) if quick else (10.0, 20))
+    detail = (f"{' and '.join(MNIST_SMOKE['samplers'])} only, MLP on {n:,} training and "
+              f"{len(test.y):,} test images, {passes:g} pass, {points} draws; CNN rows "
+              f"{' and '.join(CNN_SMOKE['samplers'])} only on {CNN_SMOKE['train']} / "
+              f"{CNN_SMOKE['test']} images")
+    if smoke:
+        print(V.smoke_banner(detail))
     curves, correct = {}, {}
     for name, (smp, per) in mnist_samplers().items():
+        if smoke and name not in MNIST_SMOKE["samplers"]:
+            continue
         steps_per_pass = n / (MNIST_BATCH * per)
         thin = max(1, round(passes * steps_per_pass / points))
         res = sample(post, smp, init, num_steps=thin * points, thin=thin, seed=seed + 1,
@@ -599,10 +654,11 @@ def run_mnist(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
         print(f"{k:<8}{v:>22.4f}{final_se[k]:>20.4f}")
     claims = mnist_claims(final, correct, passes, quick, len(test.y))
     # The CNN rows need Flax (the optional extra sgmc[nn]); without it the MLP rows still run.
-    cnn = run_mnist_cnn(train, test, quick, seed) if flax_available() else None
+    cnn = run_mnist_cnn(train, test, quick, seed, smoke) if flax_available() else None
     if cnn is None:
         print(f"\n{CNN_SKIPPED}")
-    published = V.publish(claims + (cnn["claims"] if cnn else []),
+    judged = claims + (cnn["claims"] if cnn else [])
+    published = V.publish(V.smoke(judged, detail) if smoke else judged,
                           "EWSG paper, Sec. 5.3: verdicts")
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "ewsg_mnist.png")
@@ -614,7 +670,8 @@ def run_mnist(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
         figures.append(os.path.join(out, "ewsg_mnist_cnn.png"))
         _cnn_figure(cnn["rows"], figures[-1])
         print(f"figure: {figures[-1]}")
-    return {"num_train": n, "passes": passes, "integrator": INTEGRATOR, "curves": curves,
+    return {"num_train": n, "passes": passes, "integrator": INTEGRATOR, "smoke": smoke,
+            "curves": curves,
             "final": final, "final_se": final_se, "claims": published, "figures": figures,
             "cnn": cnn, "cnn_skipped": None if cnn else CNN_SKIPPED}
 

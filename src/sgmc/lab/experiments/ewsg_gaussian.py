@@ -42,6 +42,10 @@ the fit is within a stated tolerance of 0.2 of the theory's slope) and the boots
     h = 0.05–0.4 as a comparison (no γh constraint; h√n < 2 keeps it stable).
 2,000 chains; ``quick``: 500 chains, T = 5, 15, 50 in (j), h = 0.01, 0.02, 0.04 in (k),
 explicit h = 0.04, 0.06, 0.09 in (l) and no splitting runs (one compiled program in all).
+``smoke`` (a pipeline check, :data:`SMOKE`): EWSG and SGHMC only, 100 chains, 2 passes, 3 draws
+per curve, x = default only and M = 1 only (EWSG's curve, its x = default and its M = 1 run
+share one compiled program), and two points per MSE panel on 100 chains (one more program):
+three programs in all; the claims whose samplers or settings are not run are judged NaN.
 """
 
 from __future__ import annotations
@@ -115,34 +119,49 @@ def run_one(post, sampler, evals_per_step, n, passes, chains, seed, points=30):
     return res
 
 
+#: The smoke run's sizes (module docstring): samplers, chains, passes, draws per curve, the x
+#: choices and the M values of the sweep at n = 20.
+SMOKE = {"samplers": ("SGHMC", "EWSG"), "chains": 100, "passes": 2, "points": 3,
+         "x": ("default",), "M": (1,)}
+
+
 def _kl_se(last, mu, sigma) -> float:
     """Bootstrap SE over chains of the KL of the Gaussian fitted to ``last`` (chains, 2)."""
     return V.bootstrap_se(lambda x: diagnostics.gaussian_kl(x, mu, sigma), last)
 
 
-def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0, data_root=None) -> dict:
-    chains, passes = (2_000, 10) if quick else (10_000, 30)
+def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0, data_root=None,
+        smoke: bool = False) -> dict:
+    chains, passes = ((SMOKE["chains"], SMOKE["passes"]) if smoke else (2_000, 10) if quick
+                      else (10_000, 30))
+    points = SMOKE["points"] if smoke else 30
     n = 20
     post, mu, sigma = problem(n, seed)
     result = {"chains": chains, "passes": passes, "integrator": INTEGRATOR, "curves": {},
-              "x_choices": {}, "M_sweep": {}}
+              "x_choices": {}, "M_sweep": {}, "smoke": smoke}
     kl_se, x_se, m_last = {}, {}, {}
+    detail = (f"{' and '.join(SMOKE['samplers'])} only, {chains} chains, {passes} passes, "
+              f"x = default and M = 1 only, 2 points per MSE panel")
+    if smoke:
+        print(V.smoke_banner(detail))
     for name, (smp, per) in samplers(n).items():
-        res = run_one(post, smp, per, n, passes, chains, seed + 1)
+        if smoke and name not in SMOKE["samplers"]:
+            continue
+        res = run_one(post, smp, per, n, passes, chains, seed + 1, points=points)
         kl = kl_curve(res.samples, mu, sigma)
         kl_se[name] = _kl_se(np.asarray(res.samples)[:, -1], mu, sigma)
         result["curves"][name] = {"passes": res.data_passes[0].tolist(), "kl": kl.tolist(),
                                   "kl_se_at_end": kl_se[name]}
-    for x in ("default", "zero", "one", "next_zero"):
+    for x in SMOKE["x"] if smoke else ("default", "zero", "one", "next_zero"):
         smp = sghmc(5e-2, friction=10.0, batch_size=1, estimator=ewsg(x=x),
                     integrator=INTEGRATOR)
         res = run_one(post, smp, 2.0, n, passes, chains, seed + 2, points=3)
         result["x_choices"][x] = float(kl_curve(res.samples[:, -1:], mu, sigma)[0])
         x_se[x] = _kl_se(np.asarray(res.samples)[:, -1], mu, sigma)
-    for n_m in ((20,) if quick else (20, 50, 100)):
+    for n_m in ((20,) if quick or smoke else (20, 50, 100)):
         post_m, mu_m, sigma_m = problem(n_m, seed)
         row = {}
-        for m in ((1, 4) if quick else (1, 2, 4, 8)):
+        for m in SMOKE["M"] if smoke else (1, 4) if quick else (1, 2, 4, 8):
             smp = sghmc(5e-2, friction=10.0, batch_size=1, estimator=ewsg(chain_length=m),
                         integrator=INTEGRATOR)
             res = run_one(post_m, smp, m + 1.0, n_m, passes, chains, seed + 3, points=3)
@@ -164,9 +183,10 @@ def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0, data_ro
               + f" (best M = {best})")
     claims = _kl_claims(result, final, kl_se, x_se, m_last, quick, chains, passes)
     print()
-    mse, mse_claims = mse_study(post, mu, n, quick, seed)
+    mse, mse_claims = mse_study(post, mu, n, quick, seed, smoke=smoke)
     claims += mse_claims
-    published = V.publish(claims, "EWSG paper, Sec. 5.1: verdicts")
+    published = V.publish(V.smoke(claims, detail) if smoke else claims,
+                          "EWSG paper, Sec. 5.1: verdicts")
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "ewsg_gaussian_kl.png")
     _figure(result["curves"], path)
@@ -187,24 +207,30 @@ def _kl_claims(result, final, kl_se, x_se, m_last, quick, chains, passes) -> lis
     over = f"{chains} chains (bootstrap)"
     size = ([f"quick run: {chains} chains and {passes} passes (paper: 10,000 and 30)"]
             if quick else [])
+    # (A smoke run has some samplers and x choices only: a claim without its runs is NaN.)
+    nan = float("nan")
+    final = {**dict.fromkeys(("SGLD", "pSGLD", "SGHMC", "EWSG", "SVRG-LD"), nan), **final}
+    kl_se = {**dict.fromkeys(final, nan), **kl_se}
     others = {k: final[k] for k in ("SGHMC", "SGLD", "pSGLD")}
-    best = min(others, key=others.get)
+    best = min(others, key=lambda k: (math.isnan(others[k]), others[k]))
     not_svrg = {k: v for k, v in final.items() if k != "SVRG-LD"}
-    rival = min(not_svrg, key=not_svrg.get)
+    rival = min(not_svrg, key=lambda k: (math.isnan(not_svrg[k]), not_svrg[k]))
     xs = {k: v for k, v in result["x_choices"].items() if k != "default"}
-    x_best = min(xs, key=xs.get)
+    x_best = min(xs, key=xs.get) if xs else "none run"
+    xs.setdefault(x_best, nan)
+    x_se = {**{x_best: nan}, **x_se}
+    ran = {k: {"value": v, "se": kl_se[k]} for k, v in final.items() if not math.isnan(v)}
     claims = [
         V.judge("EWSG is more accurate (lower KL) than SGHMC, SGLD and pSGLD (Fig. 1a)",
                 final[best] - final["EWSG"], V.diff_se(kl_se[best], kl_se["EWSG"]),
                 se_over=over, effect_text=f"KL({best}, the best other) − KL(EWSG)",
-                measured={k: {"value": v, "se": kl_se[k]} for k, v in final.items()},
-                paper="Fig. 1a: EWSG below SGHMC, SGLD, pSGLD at 30 passes",
+                measured=ran, paper="Fig. 1a: EWSG below SGHMC, SGLD, pSGLD at 30 passes",
                 deviations=size),
         V.judge("SVRG-LD is the most accurate (but slowest per pass) (Fig. 1a)",
                 final[rival] - final["SVRG-LD"], V.diff_se(kl_se[rival], kl_se["SVRG-LD"]),
                 se_over=over, effect_text=f"KL({rival}, the best other) − KL(SVRG-LD)",
-                measured={k: {"value": v, "se": kl_se[k]} for k, v in final.items()},
-                paper="Fig. 1a: SVRG-LD lowest KL at 30 passes", deviations=size),
+                measured=ran, paper="Fig. 1a: SVRG-LD lowest KL at 30 passes",
+                deviations=size),
         V.judge("x = √h γ r/σ beats x = 0, x = 1 and the r_{k+1} = 0 choice (Fig. 1c)",
                 xs[x_best] - result["x_choices"]["default"],
                 V.diff_se(x_se[x_best], x_se["default"]), se_over=over,
@@ -266,7 +292,11 @@ _BOOTSTRAP = 400
 _FRICTION = 10.0
 
 
-def _mse_settings(quick: bool) -> dict:
+def _mse_settings(quick: bool, smoke: bool = False) -> dict:
+    if smoke:  # two points per panel (a slope), 100 chains, runs of one or two blocks
+        return {"chains": 100, "j_h": (0.02, 0.05), "j_T": (2.5, 5.0), "k_T": 2.5,
+                "k_h": (0.02, 0.04), "l_burn": 1.0, "l_T": 2.5, "l_explicit_h": (0.04, 0.09),
+                "l_split_h": ()}
     if quick:
         return {"chains": 500, "j_h": (0.02, 0.05), "j_T": (5.0, 15.0, 50.0),
                 "k_T": 5.0, "k_h": (0.01, 0.02, 0.04),
@@ -378,11 +408,12 @@ def _slope_text(fit: dict) -> str:
     return f"{fit['slope']:+.2f} ± {fit['slope_se']:.2f} (local {local})"
 
 
-def mse_study(post, mu, n: int, quick: bool, seed: int) -> tuple[dict, list[V.Claim]]:
+def mse_study(post, mu, n: int, quick: bool, seed: int,
+              smoke: bool = False) -> tuple[dict, list[V.Claim]]:
     """Panels (j), (k), (l) of Fig. 1: the MSE of the time average of φ = ‖θ − c̄‖² against T
     and h, with fitted log-log slopes (see the module docstring). Returns the numbers and
-    the judged claims."""
-    cfg = _mse_settings(quick)
+    the judged claims (``smoke``: the smoke run's sizes, :func:`_mse_settings`)."""
+    cfg = _mse_settings(quick, smoke)
     t_start = time.perf_counter()
     chains, target = cfg["chains"], 2.0 / n
     start = np.random.default_rng(seed + 10).standard_normal((chains, 2)) / math.sqrt(n)

@@ -18,6 +18,14 @@
   fraction of coordinates on a face is measured.
 
 Every claim is judged by :mod:`sgmc.lab.experiments.verdict` (holds only beyond 2 SE).
+
+``--smoke`` (a pipeline check; compiling is most of it): :data:`SMOKE` — 4 replications,
+GD×LD alone on the wells (one compiled program, shared by the weight draws; one more for the
+sensitivity runs), SGD×SGLD alone on the KDE (one more for the KDE's own minimiser): the
+comparisons with the other methods are judged without them, NaN; one random and one
+paper-like weight draw (each costs a search for its global minimum), 2 points per
+sensitivity axis, and two benchmark cases (Rastrigin with clipping, Griewank with
+reflection).
 """
 
 from __future__ import annotations
@@ -49,6 +57,12 @@ SCREEN_POOL = 2000             # weight draws screened for the paper-like ones
 HIGH = 0.9                     # "finds the global minimum with high probability": P ≥ 0.9
 WEIGHTS_DEV = ("weights: the paper's random weights are unknown; ours are "
                "np.random.default_rng(seed).uniform(size=25) normalised to sum to 1")
+#: The smoke runs' sizes (module docstring): replications, methods by experiment, weight
+#: draws (random, paper-like), the sensitivity grids, the KDE's steps, the benchmark cases.
+SMOKE = {"reps": 4, "wells": ("GDxLD",), "draws": (1, 1),
+         "gammas": (1.0, 100.0), "hs": (0.05, 1.0), "sens_steps": 500,
+         "kde": ("SGDxSGLD",), "kde_steps": 300,
+         "bench": (("rastrigin", 2, "clip"), ("griewank", 2, "reflect")), "bench_steps": 1000}
 
 
 # -- the wells with their weights as data (one compiled program for every weight draw) -------
@@ -146,20 +160,30 @@ def _at(draw: dict, n: int) -> int:
 
 
 def run_wells(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
-              data_root=None) -> dict:
+              data_root=None, smoke: bool = False) -> dict:
     h, gamma, tol, judged = 0.1, 1.0, 1e-3, 1000
     wells = gaussian_wells(WELLS_SEED)
     obj = wells_as_data(wells)
     x_star, f_star = wells.global_minimum()
-    reps, n_steps, every = (20, 1000, 50) if quick else (100, 10_000, 100)
-    n_draws, n_paper = (3, 2) if quick else (30, 10)
-    draw_reps = 20 if quick else 100
+    reps, n_steps, every = ((SMOKE["reps"], 1000, 50) if smoke else (20, 1000, 50) if quick
+                            else (100, 10_000, 100))
+    n_draws, n_paper = SMOKE["draws"] if smoke else (3, 2) if quick else (30, 10)
+    draw_reps = reps if smoke else 20 if quick else 100
+    detail = (f"{', '.join(SMOKE['wells'])} only, {reps} replications, {n_draws} + {n_paper} "
+              f"weight draws, sensitivity γ ∈ {list(SMOKE['gammas'])} and h ∈ "
+              f"{list(SMOKE['hs'])} over {SMOKE['sens_steps']} steps")
+    if smoke:
+        print(V.smoke_banner(detail))
     methods = [("GDxLD", gd_x_ld(h, gamma)), ("nGDxLD", gd_x_ld(h, gamma, swap=False)),
                ("GD", gd(h)), ("LD g=1", ld(h, 1.0)), ("LD g=0.01", ld(h, 0.01))]
+    if smoke:
+        methods = [m for m in methods if m[0] in SMOKE["wells"]]
     rows, steps = _run_methods(obj, methods, n_steps, reps, every, seed, x_star, tol)
-    n_sens = 500 if quick else 1000
-    gammas = (0.1, 1.0, 100.0) if quick else (0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0)
-    hs = (0.05, 1.0, 1.5) if quick else (0.05, 0.1, 0.25, 0.5, 1.0, 1.5)
+    n_sens = SMOKE["sens_steps"] if smoke else 500 if quick else 1000
+    gammas = (SMOKE["gammas"] if smoke else (0.1, 1.0, 100.0) if quick
+              else (0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0))
+    hs = (SMOKE["hs"] if smoke else (0.05, 1.0, 1.5) if quick
+          else (0.05, 0.1, 0.25, 0.5, 1.0, 1.5))
     sens_g, sens_h = {}, {}
     for g in gammas:
         res = minimize(obj, gd_x_ld(h, g), X0, n_sens, reps, seed=seed + 1,
@@ -206,7 +230,8 @@ def run_wells(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
         print("   " + ", ".join(f"seed {d['weights_seed']}: F* {d['f_star']:.3f} "
                                 f"{_at(d, judged)}/{draw_reps}" for d in draws))
     claims = _wells_claims(result, quick)
-    result["claims"] = V.publish(claims, "gdxld-wells")
+    result["claims"] = V.publish(V.smoke(claims, detail) if smoke else claims, "gdxld-wells")
+    result["smoke"] = smoke
     path = _figure_wells(wells, result, out)
     result["figures"] = [path]
     return result
@@ -270,6 +295,8 @@ def _wells_claims(result: dict, quick: bool) -> list[V.Claim]:
              f"{result['f_star']:.3f})")
     p = {k: r["success"][-1] / reps for k, r in rows.items()}
     se = {k: V.proportion(r["success"][-1], reps)[1] for k, r in rows.items()}
+    p.setdefault("LD g=0.01", float("nan"))  # (not run in a smoke run)
+    se.setdefault("LD g=0.01", float("nan"))
     claims.append(V.judge(
         "LD at γ = 0.01 is much slower than GD×LD (paper: ~1.2e5 iterations)",
         p["GDxLD"] - p["LD g=0.01"], V.diff_se(se["GDxLD"], se["LD g=0.01"]),
@@ -281,6 +308,8 @@ def _wells_claims(result: dict, quick: bool) -> list[V.Claim]:
     i = steps.index(judged)
     pj = {k: r["success"][i] / reps for k, r in rows.items()}
     sej = {k: V.proportion(r["success"][i], reps)[1] for k, r in rows.items()}
+    pj.setdefault("nGDxLD", float("nan"))  # (not run in a smoke run)
+    sej.setdefault("nGDxLD", float("nan"))
     margin = 0.1
     claims.append(V.judge(
         "nGD×LD performs like GD×LD", margin - abs(pj["GDxLD"] - pj["nGDxLD"]),
@@ -360,7 +389,7 @@ def kde_weights_seed() -> int:
 
 
 def run_kde(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
-            data_root=None) -> dict:
+            data_root=None, smoke: bool = False) -> dict:
     wseed = kde_weights_seed()
     wells = gaussian_wells(wseed)
     kde = kde_wells(wells, seed=seed)
@@ -369,11 +398,16 @@ def run_kde(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
     order = np.argsort(local.value)
     x_star = local.x[int(order[0])]
     gap = float(local.value[order[1]] - local.value[order[0]])
-    reps, n_steps, every = (8, 300, 50) if quick else (50, 1000, 50)
+    reps, n_steps, every = ((SMOKE["reps"], SMOKE["kde_steps"], 50) if smoke else
+                            (8, 300, 50) if quick else (50, 1000, 50))
     tol = 0.25
     methods = [("SGDxSGLD", sgd_x_sgld(0.1, 1.0, 1000, 0.05, 5.0)),
                ("nSGDxSGLD", sgd_x_sgld(0.1, 1.0, 1000, 0.05, 5.0, swap=False)),
                ("SGD", sgd(0.1, 1000)), ("SGLD g=0.01", sgld_opt(0.1, 0.01, 1000))]
+    detail = f"{', '.join(SMOKE['kde'])} only, {reps} replications × {n_steps} iterations"
+    if smoke:
+        print(V.smoke_banner(detail))
+        methods = [m for m in methods if m[0] in SMOKE["kde"]]
     rows, steps = _run_methods(kde, methods, n_steps, reps, every, seed, x_star, tol)
     print(f"SGD×SGLD on the online KDE (1e4 draws from gaussian_wells(seed={wseed}), the "
           f"draw closest to F* = {PAPER_F_STAR}; kernel variance σ = 0.12; minimiser "
@@ -386,6 +420,9 @@ def run_kde(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
     p = {k: r["success"][-1] / reps for k, r in rows.items()}
     se = {k: V.proportion(r["success"][-1], reps)[1] for k, r in rows.items()}
     meas = {k: {"value": p[k], "se": se[k]} for k in p}
+    for k in ("SGD", "SGLD g=0.01"):  # (a smoke run has not every method: NaN)
+        p.setdefault(k, float("nan"))
+        se.setdefault(k, float("nan"))
     f_hat = float(local.value[order[0]])
     devs = [f"weights of gaussian_wells(seed={wseed}), the draw of {SCREEN_POOL} closest to "
             f"the wells' F* = {PAPER_F_STAR}; the paper's weights are unknown",
@@ -416,8 +453,9 @@ def run_kde(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
     ]
     result = {"x_star": x_star.tolist(), "weights_seed": wseed, "kernel_variance": 0.12,
               "f_hat_star": f_hat, "runner_up_gap": gap, "replications": reps, "steps": steps,
-              "rows": rows,
-              "claims": V.publish(claims, "sgdxsgld-kde")}
+              "rows": rows, "smoke": smoke,
+              "claims": V.publish(V.smoke(claims, detail) if smoke else claims,
+                                  "sgdxsgld-kde")}
     path = _figure_curves(result, out, "sgdxsgld_kde.png", f"P(‖X_n − x*‖ ≤ {tol})")
     result["figures"] = [path]
     return result
@@ -463,12 +501,18 @@ def _bench_case(fname, d, boundary, reps, n_steps, every, starts, seed) -> dict:
 
 
 def run_benchmarks(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
-                   data_root=None) -> dict:
-    reps, n_steps, every = (10, 1000, 50) if quick else (20, 20_000, 100)
-    cases = ([("rastrigin", 2, "clip"), ("griewank", 2, "clip"), ("griewank", 2, "reflect")]
+                   data_root=None, smoke: bool = False) -> dict:
+    reps, n_steps, every = ((SMOKE["reps"], SMOKE["bench_steps"], 50) if smoke else
+                            (10, 1000, 50) if quick else (20, 20_000, 100))
+    cases = (list(SMOKE["bench"]) if smoke else
+             [("rastrigin", 2, "clip"), ("griewank", 2, "clip"), ("griewank", 2, "reflect")]
              if quick else
              [("rastrigin", d, "clip") for d in (2, 5, 10, 20)]
              + [("griewank", d, b) for d in (2, 10, 50) for b in ("clip", "reflect")])
+    detail = (f"{len(cases)} cases ({', '.join(f'{f} d = {d} ({b})' for f, d, b in cases)}), "
+              f"{reps} replications × {n_steps} iterations")
+    if smoke:
+        print(V.smoke_banner(detail))
     rng = np.random.default_rng(seed)
     starts_by_d = {d: rng.uniform(-5, 5, (reps, d)).astype(np.float32)
                    for d in sorted({c[1] for c in cases})}
@@ -486,8 +530,10 @@ def run_benchmarks(quick: bool = False, out: str = "sgmc-reproduce", seed: int =
               f"{PAPER_BENCH[fname][d]:>8}")
     claims = _bench_claims(rows, reps, n_steps, quick)
     path = _figure_benchmarks(rows, out)
-    return {"replications": reps, "steps": n_steps, "rows": rows,
-            "claims": V.publish(claims, "gdxld-benchmarks"), "figures": [path]}
+    return {"replications": reps, "steps": n_steps, "rows": rows, "smoke": smoke,
+            "claims": V.publish(V.smoke(claims, detail) if smoke else claims,
+                                "gdxld-benchmarks"),
+            "figures": [path]}
 
 
 def _bench_claims(rows, reps, n_steps, quick) -> list[V.Claim]:

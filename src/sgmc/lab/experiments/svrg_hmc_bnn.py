@@ -89,6 +89,14 @@ FULL = Settings(passes=20.0, h_ld=(0.03, 0.1, 0.3, 1.0), h_hmc=(0.1, 0.3, 1.0),
 # program per method and dataset.
 QUICK = replace(FULL, passes=2.0, h_ld=(0.1,), h_hmc=(0.1,), friction_h=(0.1,), seeds=2,
                 checkpoints=10)
+# The smoke run (a pipeline check; compiling is most of it, one program per sampler and
+# dataset): QUICK's grid point, protein only, two samplers (SVRG-HMC and SVRG2nd-HMC: the
+# claims between them, "no worse" and "larger step", are computed; those against SGHMC and
+# SVRG-LD are judged without them, NaN), one pass of sampling on the first 1,000 training
+# rows, validation and test sets of 500 rows (one prediction program serves both), 4 draws
+# per chain. (letter, the classification network, runs in the quick run.)
+SMOKE = replace(QUICK, passes=1.0, checkpoints=4, samplers=("SVRG-HMC", "SVRG2nd-HMC"),
+                rows=1_000, datasets={"regression": ("protein",), "classification": ()})
 
 
 def bnn(name: str, X: np.ndarray, y: np.ndarray, task: str):
@@ -202,13 +210,17 @@ def run_dataset(name: str, task: str, s: Settings, seed: int = 0, root=None) -> 
     ds = datasets.load(name, root)
     sp = datasets.split(ds.X, ds.y, seed=seed)
     (Xtr, ytr), (Xva, yva), (Xte, yte) = sp.train, sp.val, sp.test
+    if s.rows:  # a subset (smoke run): validation and test of one size, one program for both
+        Xtr, ytr = Xtr[:s.rows], ytr[:s.rows]
+        (Xva, yva), (Xte, yte) = ((X[:s.rows // 2], y[:s.rows // 2])
+                                  for X, y in ((Xva, yva), (Xte, yte)))
     n = Xtr.shape[0]
     post = bnn(name, Xtr, ytr, task)
     init = post.loglik.init(jax.random.key(seed))
     lam = lambda_max(post, init, seed=seed)
     out = {"dataset": name, "task": task, "n_train": n, "dim": Xtr.shape[1], "hidden": HIDDEN,
            "lambda_max": lam, "y_std": sp.y_std, "accounting": accounting(n), "samplers": {}}
-    for sname in SAMPLERS:
+    for sname in s.samplers or SAMPLERS:
         tried = []
         for h, fr in grid(sname, lam, s):
             try:
@@ -402,9 +414,10 @@ def figure(results: list[dict], path: str) -> None:
 
 
 def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
-        data_root=None) -> dict:
-    """``sgmc reproduce svrg-hmc-bnn``: protein and letter, four samplers, against passes."""
-    s = QUICK if quick else FULL
+        data_root=None, smoke: bool = False) -> dict:
+    """``sgmc reproduce svrg-hmc-bnn``: protein and letter, four samplers, against passes
+    (``smoke``: :data:`SMOKE`, a pipeline check)."""
+    s = SMOKE if smoke else QUICK if quick else FULL
     t0 = time.perf_counter()
     results = []
     for task in ("regression", "classification"):
@@ -421,6 +434,10 @@ def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
         figure(results, path)
         figures.append(path)
     seconds = time.perf_counter() - t0
+    detail = (f"{', '.join(s.samplers)} only, protein only, one grid point, {s.passes:g} pass "
+              f"of sampling on {s.rows:,} training rows, {s.seeds} chains") if smoke else ""
+    if smoke:
+        print(V.smoke_banner(detail))
     print(f"SVRG-HMC paper, Bayesian neural networks (Sec. 5.3): one hidden layer of {HIDDEN} "
           f"ReLU units, prior N(0, {PRIOR_STD:g}²), regression noise σ = {NOISE_STD:g} "
           f"(standardised units); b = 10, K = n/b, p₀ = 0; runs of {s.passes:g} evaluation "
@@ -441,11 +458,12 @@ def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
     print("paper (Sec. 5.3, Fig. 3-4): SVRG-HMC / SVRG2nd-HMC outperform vanilla SGHMC and "
           "SVRG-LD, often by a significant gap; SVRG2nd-HMC is similar (no worse) to SVRG-HMC "
           "and sometimes tolerates a larger step.")
-    lines = V.publish(claims(results, s.seeds, s))
+    judged = claims(results, s.seeds, s)
+    lines = V.publish(V.smoke(judged, detail) if smoke else judged)
     print(f"\nrun time: {seconds:.0f} s" + (" (--quick)" if quick else ""))
     if figures:
         print("figure: " + ", ".join(figures))
-    return {"quick": quick, "seconds": seconds,
+    return {"quick": quick, "smoke": smoke, "seconds": seconds,
             "settings": {"passes": s.passes, "seeds": s.seeds, "hidden": HIDDEN,
                          "prior_std": PRIOR_STD, "noise_std": NOISE_STD},
             "results": results, "claims": lines, "figures": figures}

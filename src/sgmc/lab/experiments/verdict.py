@@ -19,6 +19,11 @@ exactly 0 with SE 0 is "not resolved". A non-finite effect or SE is "not resolve
 :func:`judge` returns a :class:`Claim`; :meth:`Claim.to_dict` is what ``--json`` writes per
 claim: ``claim``, ``verdict``, ``rule``, ``measured`` (values with their SE), ``paper``,
 ``deviations``, and the effect, its SE and z.
+
+A *smoke run* (``sgmc reproduce NAME --smoke``) checks the pipeline only: :func:`smoke`
+re-judges its claims outside the paper's regime (the rule unchanged: a claim that holds still
+says so) with the deviation "smoke run: pipeline check only, ...", and :func:`smoke_banner`
+is the line its report opens with.
 """
 
 from __future__ import annotations
@@ -30,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["HOLDS", "NOT_HOLD", "NOT_REGIME", "NOT_RESOLVED", "RULE", "VERDICTS", "Claim",
-           "bootstrap_se", "check_claim_dict", "diff_se", "judge", "mean_se", "paired",
-           "proportion", "publish", "ratio_se"]
+__all__ = ["HOLDS", "NOT_HOLD", "NOT_REGIME", "NOT_RESOLVED", "RULE", "SMOKE", "VERDICTS",
+           "Claim", "bootstrap_se", "check_claim_dict", "diff_se", "judge", "mean_se",
+           "paired", "proportion", "publish", "ratio_se", "smoke", "smoke_banner"]
 
 HOLDS = "holds"
 NOT_HOLD = "does not hold"
@@ -130,6 +135,27 @@ def judge(claim: str, effect: float, se: float, *, se_over: str,
     verdict = outcome if in_regime or outcome == HOLDS else NOT_REGIME
     return Claim(claim, verdict, outcome, effect, se, se_over, dict(measured or {}), paper,
                  tuple(deviations), effect_text)
+
+
+#: How a smoke run's deviation and report begin.
+SMOKE = "smoke run: pipeline check only"
+
+
+def smoke(claims: Sequence[Claim], detail: str) -> list[Claim]:
+    """A smoke run's claims: each judged again by the rule from its own effect and SE, with
+    ``in_regime=False`` (a run of a handful of steps is not the paper's regime: a claim that
+    does not hold reads "not tested in the paper's regime", one that holds still "holds")
+    and the deviation ``"smoke run: pipeline check only, <detail>"`` added."""
+    dev = f"{SMOKE}, {detail}"
+    return [judge(c.claim, c.effect, c.se, se_over=c.se_over, measured=c.measured,
+                  paper=c.paper, deviations=[*c.deviations, dev], in_regime=False,
+                  effect_text=c.effect_text) for c in claims]
+
+
+def smoke_banner(detail: str) -> str:
+    """The first line of a smoke run's report."""
+    return (f"SMOKE RUN, a pipeline check only ({detail}): its verdicts are no evidence "
+            "for or against the paper\n")
 
 
 def publish(claims: Sequence[Claim], title: str = "Verdicts") -> list[dict]:

@@ -17,6 +17,11 @@ exactly equal weight; the tempered density exp(log p(x | β)/τ) on a grid is th
 3. σ̂² of the control-variate estimator over n/N and η (Fig. 2d; Lemma 1: O(m²η/n)).
 4. τ₁ = 1 (Appendix G): the same at τ = (1, 1000).
 
+``smoke`` (a pipeline check, :data:`SMOKE`): two methods, reSGLD and VR-reSGLD with the
+adaptive c (one compiled program each, shared by every section; the σ̂² grid of section 3 is
+run with the adaptive c too), 4 chains × 500 steps everywhere, the paper's settings at
+N = 1000 as in the quick run; the claims whose rows are not run (c = −1) are judged NaN.
+
 Verdicts by :mod:`sgmc.lab.experiments.verdict`, SE over independent chains (mode weights, swaps,
 σ̂² per chain; ratios by the delta method); the mixing settings differ from the paper's, so
 claims judged there are "not tested in the paper's regime" unless they hold.
@@ -63,11 +68,12 @@ def _run(post, method: str, tau, eta, n, m, steps, chains, seed, correction=1.0)
                   cv_energy(period=m, adaptive=method.startswith("VR-reSGLD (adaptive")))
         smp = replica_exchange(base, tau, correction=correction, energy=energy,
                                variance_period=m, variance_by_age="oldest" not in method)
-    # 500 draws a run (the first 50 discarded), in 10 equal blocks: every run with the same
-    # steps and chains shares one compiled program.
+    # 500 draws a run (the first 50 discarded), burn-in's included, in 10 equal blocks of 50:
+    # every run with the same steps and chains shares one compiled program (blocks of 45 left
+    # a partial block of 5, run by a second program).
     thin = max(1, steps // 500)
     res = sample(post, smp, jnp.array([30.0]), num_steps=500 * thin, num_chains=chains,
-                 burn_in=50 * thin, thin=thin, seed=seed, progress=False, draws_per_block=45,
+                 burn_in=50 * thin, thin=thin, seed=seed, progress=False, draws_per_block=50,
                  init_per_chain=False)
     draws = np.asarray(res.samples[..., 0], np.float64)
     swaps = (res.info["swaps"].sum(axis=(1, 2)) if "swaps" in res.info
@@ -113,23 +119,36 @@ METHODS = (("SGLD", "SGLD", 1.0), ("reSGLD F=1", "reSGLD", 1.0),
            ("VR-reSGLD adaptive c, σ̂² oldest", "VR-reSGLD (adaptive c, oldest)", 1.0))
 
 
-def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0, data_root=None) -> dict:
-    result: dict = {}
+#: The smoke run: the methods of the mixing and τ1 = 1 sections (labels of :data:`METHODS`),
+#: the method of the σ̂² grid, and the steps and chains of every run.
+SMOKE = {"methods": ("reSGLD F=1", "VR-reSGLD adaptive c"), "grid": "VR-reSGLD (adaptive c)",
+         "steps": 500, "chains": 4}
+
+
+def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0, data_root=None,
+        smoke: bool = False) -> dict:
+    result: dict = {"smoke": smoke}
+    detail = (f"{', '.join(SMOKE['methods'])} only (and reSGLD F=100 at the paper's settings), "
+              f"{SMOKE['chains']} chains × {SMOKE['steps']} steps per run")
+    if smoke:
+        print(V.smoke_banner(detail))
+    small = quick or smoke
     # 1. The paper's stated settings.
     # (quick: N = 1000 with n = 100 and the mixing runs' length, sharing their programs)
-    n_big = 1_000 if quick else 100_000
+    n_big = 1_000 if small else 100_000
     x_big = models.synthetic_mixture_data(n_big, seed=seed)
     post_big = models.mixture_posterior(x_big)
-    steps_big, chains_big = (5_000, 8) if quick else (10_000, 4)
+    steps_big, chains_big = ((SMOKE["steps"], SMOKE["chains"]) if smoke else (5_000, 8)
+                             if quick else (10_000, 4))
     paper = ((("reSGLD F=100", "reSGLD", 100.0), ("VR-reSGLD adaptive c",
                                                   "VR-reSGLD (adaptive c)", 1.0))
-             if quick else
+             if small else
              (("SGLD", "SGLD", 1.0), ("reSGLD F=100", "reSGLD", 100.0),
               ("VR-reSGLD c=-1", "VR-reSGLD", 1.0),
               ("VR-reSGLD adaptive c", "VR-reSGLD (adaptive c)", 1.0)))
     rows = []
     for name, method, f in paper:
-        d, s, v = _run(post_big, method, (10.0, 1000.0), 1e-7, 100 if quick else n_big // 100,
+        d, s, v = _run(post_big, method, (10.0, 1000.0), 1e-7, 100 if small else n_big // 100,
                        40, steps_big, chains_big, seed + 1, f)
         rows.append(summary_row(name, d, s, v, x_big, 10.0, steps_big))
         rows[-1]["variance_chains"] = v.tolist()
@@ -140,9 +159,11 @@ def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0, data_ro
     x = models.synthetic_mixture_data(1000, seed=seed)
     post = models.mixture_posterior(x)
     # (full: 10,000 steps, not 20,000 as before 2026-11-23: the machine is shared)
-    chains, steps = (8, 5_000) if quick else (32, 10_000)
+    chains, steps = ((SMOKE["chains"], SMOKE["steps"]) if smoke else (8, 5_000) if quick
+                     else (32, 10_000))
+    methods = [m for m in METHODS if m[0] in SMOKE["methods"]] if smoke else METHODS
     rows = []
-    for name, method, f in METHODS:
+    for name, method, f in methods:
         d, s, v = _run(post, method, (25.0, 1000.0), 2e-3, 100, 40, steps, chains, seed + 2, f)
         rows.append(summary_row(name, d, s, v, x, 25.0, steps))
         rows[-1]["variance_chains"] = v.tolist()
@@ -153,25 +174,28 @@ def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0, data_ro
     # over anchor ages (the σ̂² the swaps use).
     # (quick: n/N = 0.1 only, the mixing runs' batch, so no new program is compiled)
     # (full: the end points of the paper's grid only, which the claims compare)
-    fracs = (0.1,) if quick else (0.02, 0.2)
-    etas = (1e-3, 4e-3) if quick else (5e-4, 4e-3)
+    fracs = (0.1,) if small else (0.02, 0.2)
+    etas = (1e-3, 4e-3) if small else (5e-4, 4e-3)
+    s_steps, s_chains = (SMOKE["steps"], SMOKE["chains"]) if smoke else (5_000, 8)
+    s_method = SMOKE["grid"] if smoke else "VR-reSGLD"
     grid, grid_se = {}, {}
     for frac in fracs:
         for eta in etas:
-            _, _, v = _run(post, "VR-reSGLD", (25.0, 1000.0), eta, int(frac * 1000), 40,
-                           5_000, 8, seed + 3)
+            _, _, v = _run(post, s_method, (25.0, 1000.0), eta, int(frac * 1000), 40,
+                           s_steps, s_chains, seed + 3)
             grid[f"{frac}/{eta}"], grid_se[f"{frac}/{eta}"] = V.mean_se(v)
     result["sensitivity"] = {"fractions": fracs, "etas": etas, "variance": grid,
-                             "variance_se": grid_se, "chains": 8}
+                             "variance_se": grid_se, "chains": s_chains, "steps": s_steps,
+                             "c": "adaptive" if smoke else -1}
 
     # 4. τ₁ = 1 (Appendix G).
     rows = []
-    for name, method, f in METHODS[1:2] + METHODS[3:5]:
+    for name, method, f in [m for m in METHODS[1:2] + METHODS[3:5] if m in methods]:
         d, s, v = _run(post, method, (1.0, 1000.0), 2e-3, 100, 40, steps, chains, seed + 4, f)
         rows.append(summary_row(name, d, s, v, x, 1.0, steps))
     result["tau1_one"] = {"rows": rows}
 
-    claims = _report(result)
+    claims = _report(result, detail if smoke else None)
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "vr_resgld_mixture.png")
     _figure(result, path)
@@ -195,7 +219,8 @@ def _ratio(plain: dict, cv: dict) -> tuple[float, float]:
                       cv["variance_se"])
 
 
-def _report(res: dict) -> list[dict]:
+def _report(res: dict, smoke: str | None = None) -> list[dict]:
+    """Print the tables and judge the claims (``smoke``: the smoke run's detail, or None)."""
     p = res["paper_settings"]
     print("VR-reSGLD paper, 1-D Gaussian mixture (modes −5 and 25, exact weights 0.5/0.5)\n")
     print(f"1. Paper's settings: N = {p['N']}, n = {'100' if p['N'] == 1000 else 'N/100'} "
@@ -208,7 +233,8 @@ def _report(res: dict) -> list[dict]:
           "σ̂² per anchor age unless 'oldest')")
     _table(m["rows"])
     s = res["sensitivity"]
-    print("\n3. σ̂² of VR-reSGLD (c = −1, mean over anchor ages) against n/N (rows) and η "
+    c_grid = "c = −1" if s.get("c", -1) == -1 else "adaptive c"
+    print(f"\n3. σ̂² of VR-reSGLD ({c_grid}, mean over anchor ages) against n/N (rows) and η "
           "(columns):")
     print("  " + " " * 8 + "".join(f"{e:>11g}" for e in s["etas"]))
     for frac in s["fractions"]:
@@ -217,7 +243,7 @@ def _report(res: dict) -> list[dict]:
     print("\n4. τ1 = 1 (Appendix G): τ = (1, 1000), other settings as in 2")
     _table(res["tau1_one"]["rows"])
 
-    quick = p["N"] == 1000
+    quick = p["N"] == 1000  # quick or smoke
     big = {r["method"]: r for r in p["rows"]}
     by = {r["method"]: r for r in m["rows"]}
     nm = f"{m['chains']} chains"
@@ -226,7 +252,8 @@ def _report(res: dict) -> list[dict]:
                "paper's settings no replica crosses the ~4.5e5-nat barrier"]
     paper_dev = ["batch size n = N/100 assumed (the paper does not state it)"]
     if quick:
-        paper_dev.append("quick: N = 1000, n = 100, 5000 steps")
+        paper_dev.append(f"{'smoke' if smoke else 'quick'}: N = 1000, n = 100, "
+                         f"{p['steps']} steps")
     claims = []
 
     # Claim 1: at the paper's settings VR-reSGLD recovers the equal mode weights.
@@ -267,9 +294,11 @@ def _report(res: dict) -> list[dict]:
                         "used (per anchor age)"],
             in_regime=regime))
 
-    # Claim 3: more swaps at F = 1 (mixing settings).
+    # Claim 3: more swaps at F = 1 (mixing settings). (A row a smoke run did not run: NaN.)
+    nan_row = dict.fromkeys(("swaps", "swaps_se", "mode_weight", "mode_weight_se", "tv"),
+                            math.nan)
     for vr_name in ("VR-reSGLD adaptive c", "VR-reSGLD c=-1"):
-        vr, re_ = by[vr_name], by["reSGLD F=1"]
+        vr, re_ = by.get(vr_name, nan_row), by["reSGLD F=1"]
         claims.append(V.judge(
             f"paper (Sec. 5.1): VR-reSGLD swaps more than reSGLD at F = 1 ({vr_name})",
             vr["swaps"] - re_["swaps"], V.diff_se(vr["swaps_se"], re_["swaps_se"]),
@@ -281,14 +310,14 @@ def _report(res: dict) -> list[dict]:
 
     # Claim 4: equal mode weights at the mixing settings.
     for vr_name in ("VR-reSGLD adaptive c", "VR-reSGLD c=-1"):
-        vr = by[vr_name]
+        vr = by.get(vr_name, nan_row)
         claims.append(V.judge(
             f"paper (Fig. 2a–b): VR-reSGLD recovers the equal mode weights ({vr_name}; "
             "threshold: w(−5) within 0.1 of 0.5)",
             0.1 - abs(vr["mode_weight"] - 0.5), vr["mode_weight_se"], se_over=nm,
             effect_text="0.1 − |w(−5) − 0.5|",
             measured={"w(-5)": {"value": vr["mode_weight"], "se": vr["mode_weight_se"]},
-                      "tv": vr["tv"], "SGLD_w(-5)": by["SGLD"]["mode_weight"]},
+                      "tv": vr["tv"], "SGLD_w(-5)": by.get("SGLD", {}).get("mode_weight")},
             paper="density fully recovered", deviations=mix_dev, in_regime=False))
 
     # Claim 5: Lemma 1 — σ̂² grows with η and shrinks as n/N grows (log ratios of end points,
@@ -302,11 +331,15 @@ def _report(res: dict) -> list[dict]:
 
     e0, e1 = s["etas"][0], s["etas"][-1]
     eff, se = log_effect([(f"{f}/{e1}", f"{f}/{e0}") for f in s["fractions"]])
-    lemma_dev = ["N = 1000, τ = (25, 1000) (the mixing settings), 8 chains × 5000 steps per "
-                 "cell"] + (["quick: n/N = 0.1 only"] if quick else [])
+    lemma_dev = [f"N = 1000, τ = (25, 1000) (the mixing settings), {s['chains']} chains × "
+                 f"{s['steps']} steps per cell"]
+    if s.get("c", -1) != -1:
+        lemma_dev.append(f"VR-reSGLD with the {c_grid}")
+    if quick:
+        lemma_dev.append(f"{'smoke' if smoke else 'quick'}: n/N = 0.1 only")
     claims.append(V.judge(
         "paper (Lemma 1, Fig. 2d): σ̂² of the control-variate estimator grows with η",
-        eff, se, se_over="8 chains per cell", effect_text=f"mean over n/N of "
+        eff, se, se_over=f"{s['chains']} chains per cell", effect_text=f"mean over n/N of "
         f"log(σ̂²(η = {e1:g}) / σ̂²(η = {e0:g}))",
         measured={"variance": v, "variance_se": vse}, paper="O(m²η/n) bound; Fig. 2d",
         deviations=lemma_dev, in_regime=False))
@@ -315,7 +348,7 @@ def _report(res: dict) -> list[dict]:
         eff, se = log_effect([(f"{f0}/{e}", f"{f1}/{e}") for e in s["etas"]])
         claims.append(V.judge(
             "paper (Lemma 1, Fig. 2d): σ̂² of the control-variate estimator shrinks as n/N "
-            "grows", eff, se, se_over="8 chains per cell",
+            "grows", eff, se, se_over=f"{s['chains']} chains per cell",
             effect_text=f"mean over η of log(σ̂²(n/N = {f0:g}) / σ̂²(n/N = {f1:g}))",
             measured={"variance": v, "variance_se": vse}, paper="O(m²η/n) bound; Fig. 2d",
             deviations=lemma_dev, in_regime=False))
@@ -336,6 +369,9 @@ def _report(res: dict) -> list[dict]:
     # The σ̂²-per-age fix (issue 15 g): its effect on swaps and mode weights.
     print("\nσ̂² per anchor age against σ̂² at the oldest anchor (mixing settings):")
     for c in ("c=-1", "adaptive c"):
+        if f"VR-reSGLD {c}, σ̂² oldest" not in by:  # (not run in a smoke run)
+            print(f"  {c}: the 'oldest' row was not run")
+            continue
         new, old = by[f"VR-reSGLD {c}"], by[f"VR-reSGLD {c}, σ̂² oldest"]
         print(f"  {c}: swaps/chain {new['swaps']:.1f} ± {new['swaps_se']:.1f} (per age) vs "
               f"{old['swaps']:.1f} ± {old['swaps_se']:.1f} (oldest); mean σ̂² used "
@@ -343,7 +379,7 @@ def _report(res: dict) -> list[dict]:
               f"{new['mode_weight']:.3f} ± {new['mode_weight_se']:.3f} vs "
               f"{old['mode_weight']:.3f} ± {old['mode_weight_se']:.3f}; TV {new['tv']:.3f} vs "
               f"{old['tv']:.3f}")
-    return V.publish(claims, "VR-reSGLD mixture verdicts")
+    return V.publish(V.smoke(claims, smoke) if smoke else claims, "VR-reSGLD mixture verdicts")
 
 
 def _figure(res: dict, path: str) -> None:

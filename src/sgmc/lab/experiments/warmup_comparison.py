@@ -49,7 +49,7 @@ from sgmc.lab.experiments import Experiment
 from sgmc.lab.experiments import posteriordb as pdb
 from sgmc.lab.experiments import verdict as V
 
-__all__ = ["CASES", "EXPERIMENTS", "SYNTHETIC", "TOL", "claims", "compare_tuned_untuned",
+__all__ = ["CASES", "EXPERIMENTS", "SMOKE", "SYNTHETIC", "TOL", "claims", "compare_tuned_untuned",
            "gaussian_regression", "judge", "old_advice", "plot", "posteriordb_case", "run",
            "run_case", "table"]
 
@@ -74,6 +74,11 @@ CASES: dict[str, tuple[int | None, bool, int, dict, bool]] = {
                                                 True),
 }
 
+
+#: The smoke run (a pipeline check): the synthetic case with SGHMC, warm-up as always (its
+#: stages and self-check compile the same programs as in a full run), then short runs.
+SMOKE = {"num_steps": 500, "isotropic": False, "num_chains": 2, "max_draws": 100,
+         "points": 4}
 
 # --------------------------------------------------------------------------- problems
 
@@ -177,9 +182,13 @@ def old_advice(problem: sgmc.Posterior, mode: Any, kind: str) -> dict[str, float
 
 
 def _sample(problem, sampler, init, num_steps, num_chains, seed, thin):
+    # All draws (at most max_draws per chain) in one block: one compiled program per run,
+    # whatever their number (the untuned run's, e.g. 101, may have no divisor near the
+    # default block size, and a partial block compiles a second program).
     t0 = time.perf_counter()
     res = sgmc.sample(problem, sampler, init=init, num_steps=num_steps, num_chains=num_chains,
-                      seed=seed, thin=thin, init_per_chain=False)
+                      seed=seed, thin=thin, init_per_chain=False,
+                      draws_per_block=max(1, num_steps // thin))
     jax.block_until_ready(res.samples)
     return res, time.perf_counter() - t0
 
@@ -433,30 +442,38 @@ def claims(rows: Sequence[Mapping[str, Any]], tol: float = TOL) -> list[V.Claim]
 
 
 def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
-        data_root: Any = None) -> dict[str, Any]:
+        data_root: Any = None, smoke: bool = False) -> dict[str, Any]:
     """``sgmc reproduce warmup-comparison``: every case of :data:`CASES` with SGHMC (the
     synthetic one with SGLD too); cases whose posteriordb files are absent are skipped.
-    ``quick``: the synthetic regression only, 3,000 steps. Prints the table and the
-    verdicts, writes ``warmup_comparison.png`` to ``out``."""
+    ``quick``: the synthetic regression only, 3,000 steps; ``smoke`` (a pipeline check):
+    the same case at :data:`SMOKE`'s sizes. Prints the table and the verdicts, writes
+    ``warmup_comparison.png`` to ``out``."""
     import os
 
     cases = [(n, "sghmc") for n in CASES]
     cases.insert(1, (SYNTHETIC, "sgld"))
-    if quick:
+    if quick or smoke:
         cases = [(SYNTHETIC, "sghmc")]
+    detail = (f"{SYNTHETIC} only, {SMOKE['num_steps']} sampling steps, "
+              f"{SMOKE['num_chains']} chains, {SMOKE['max_draws']} draws per chain")
+    if smoke:
+        print(V.smoke_banner(detail))
     folder = pdb.data_folder(data_root)
     rows, skipped = [], []
     for name, kind in cases:
         if name != SYNTHETIC and not os.path.isdir(os.path.join(folder, name)):
             skipped.append(name)
             continue
-        kw = {"num_steps": 3_000, "isotropic": False} if quick else {}
+        kw = (dict(SMOKE) if smoke else {"num_steps": 3_000, "isotropic": False} if quick
+              else {})
         rows.append(run_case(name, kind, root=data_root, seed=seed + 1, **kw))
         print(table(rows[-1:]), flush=True)
     if skipped:
         print(f"skipped (not in {folder}): {', '.join(skipped)}")
     print(table(rows))
-    published = V.publish(claims(rows), "Warm-up against the old advice: verdicts")
+    judged = claims(rows)
+    published = V.publish(V.smoke(judged, detail) if smoke else judged,
+                          "Warm-up against the old advice: verdicts")
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "warmup_comparison.png")
     plot(rows, path)
@@ -464,7 +481,8 @@ def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
     for row in rows:
         for r in row["runs"].values():
             r.pop("report", None)
-    return {"rows": rows, "claims": published, "figures": [path], "skipped": skipped}
+    return {"rows": rows, "claims": published, "figures": [path], "skipped": skipped,
+            "smoke": smoke}
 
 
 EXPERIMENTS = [Experiment(
