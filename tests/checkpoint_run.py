@@ -1,4 +1,4 @@
-"""One run, defined once for tests/test_checkpoint.py and for the subprocess it kills.
+"""One run, defined once for tests/io/test_checkpoint.py and for the subprocess it kills.
 
 ``python tests/checkpoint_run.py PATH`` runs it with checkpoints to PATH (and prints a line
 per checkpoint it sees appear, so the parent knows the run is under way).

@@ -4,11 +4,29 @@ import warnings
 
 # Tests run on the CPU with the default single device unless a test module says otherwise.
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-sys.path.insert(0, os.path.dirname(__file__))  # for the shared reference helpers
+HERE = os.path.dirname(os.path.abspath(__file__))
+# The shared reference helpers (tests/*.py) and the test folders (tests/<package>/, mirroring
+# src/sgmc), whose modules a few tests import helpers from (test_checkpoint.interrupt_after).
+FOLDERS = sorted(os.path.join(HERE, d) for d in os.listdir(HERE)
+                 if os.path.isdir(os.path.join(HERE, d)) and not d.startswith(("_", ".")))
+sys.path[:0] = [HERE, *FOLDERS]
 warnings.filterwarnings("ignore", message="ArviZ is undergoing a major refactor")
 
 
 import pytest  # noqa: E402
+
+#: FILE::TEST ids of the slow tier listed in slow.txt (see its header).
+SLOW = frozenset(line.rsplit(None, 1)[0] for line in open(os.path.join(HERE, "slow.txt"))
+                 if line.strip() and not line.startswith("#"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests slow.txt lists as slow (ids by file name, so a test keeps its tier
+    when its file moves between folders)."""
+    for item in items:
+        if f"{item.path.name}::{item.nodeid.split('::', 1)[1]}" in SLOW:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -1,6 +1,6 @@
 """Sharded runs against single-device runs, on 8 simulated CPU devices.
 
-Run by tests/test_mesh.py in a subprocess, because the device count must be set before JAX
+Run by tests/run/test_mesh.py in a subprocess, because the device count must be set before JAX
 starts: ``XLA_FLAGS=--xla_force_host_platform_device_count=8 python tests/mesh_run.py``.
 Prints one JSON line: for each case, whether the draws are bitwise equal and the largest
 absolute difference.

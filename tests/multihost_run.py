@@ -1,6 +1,6 @@
 """One process of a two-process run (several hosts, simulated on this one).
 
-Run by tests/test_multihost.py as ``python tests/multihost_run.py PORT PROCESS_ID OUT``:
+Run by tests/run/test_multihost.py as ``python tests/multihost_run.py PORT PROCESS_ID OUT``:
 each process has 2 CPU devices, ``jax.distributed.initialize`` joins them into one runtime
 of 4 devices (collectives over gloo), and every process runs the same script, as the docs
 say a multi-host run does. Writes its draws to OUT (.npz).

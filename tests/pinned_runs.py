@@ -1,4 +1,4 @@
-"""A fixed set of small runs whose draws are pinned (tests/test_pinned_draws.py).
+"""A fixed set of small runs whose draws are pinned (tests/run/test_pinned_draws.py).
 
 ``python tests/pinned_runs.py`` records them into ``tests/pinned_draws.json``: the JAX and
 jaxlib versions they were recorded with, and per array its shape, dtype, the SHA-256 of its
@@ -6,7 +6,7 @@ bytes (the bitwise check) and its values (the check under another JAX, whose XLA
 differently, and to show how far a changed run moved). They were first recorded before the
 kernel-contract refactor (issue 17), so that the refactor is tested to change no draw.
 Re-record only for an intended change of behaviour or a new JAX (after checking that the old
-pins hold within the tolerance of tests/test_pinned_draws.py), and say why in the commit.
+pins hold within the tolerance of tests/run/test_pinned_draws.py), and say why in the commit.
 """
 
 from __future__ import annotations

@@ -41,19 +41,20 @@ from dataclasses import dataclass
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The fast tests that guard each area (run in this order; -x stops at the first failure).
-T_DYN = ("tests/test_kernels.py", "tests/test_gaussian_posterior.py")
-T_EST = ("tests/test_kernels.py", "tests/test_variance_reduced.py", "tests/test_estimators.py")
-T_EWSG = ("tests/test_kernels.py", "tests/test_ewsg.py")
-T_REPLICA = ("tests/test_swap_rule.py", "tests/test_replica.py")
-T_OPT = ("tests/test_objectives.py", "tests/test_optimize.py")
-T_CYC = ("tests/test_cyclical.py",)
-T_SGNHT = ("tests/test_sgnht.py",)
-T_TUNE = ("tests/test_noise.py", "tests/test_selfcheck.py")
-T_PRE = ("tests/test_preconditioners.py",)
-T_RULES = ("tests/test_tuning.py",)
-T_PRED = ("tests/test_predictive.py",)
-T_NUMPYRO = ("tests/test_numpyro.py",)
-T_CONS = ("tests/test_constraints.py",)
+T_DYN = ("tests/kernels/test_kernels.py", "tests/kernels/test_gaussian_posterior.py")
+T_EST = ("tests/kernels/test_kernels.py", "tests/kernels/test_variance_reduced.py",
+         "tests/kernels/test_estimators.py")
+T_EWSG = ("tests/kernels/test_kernels.py", "tests/kernels/test_ewsg.py")
+T_REPLICA = ("tests/kernels/test_swap_rule.py", "tests/kernels/test_replica.py")
+T_OPT = ("tests/model/test_objectives.py", "tests/run/test_optimize.py")
+T_CYC = ("tests/kernels/test_cyclical.py",)
+T_SGNHT = ("tests/kernels/test_sgnht.py",)
+T_TUNE = ("tests/tune/test_noise.py", "tests/tune/test_selfcheck.py")
+T_PRE = ("tests/kernels/test_preconditioners.py",)
+T_RULES = ("tests/tune/test_tuning.py",)
+T_PRED = ("tests/run/test_predictive.py",)
+T_NUMPYRO = ("tests/model/test_numpyro.py",)
+T_CONS = ("tests/model/test_constraints.py",)
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ MUTANTS: list[Mutant] = [
     M("init-momentum-scale", "kernels/dynamics/underdamped.py",
       'scale = 0.0 if self.init_momentum == "zero" else jnp.sqrt(params.temperature)',
       'scale = 0.0 if self.init_momentum == "zero" else 1.0',
-      "initial momentum drawn at τ = 1 whatever τ", ("tests/test_validation.py", *T_DYN)),
+      "initial momentum drawn at τ = 1 whatever τ", ("tests/run/test_validation.py", *T_DYN)),
     # -- dynamics: SGNHT (scalar thermostat, Ding et al. 2014; diagonal, Gan et al. 2015) -----
     M("sgnht-theta-old-momentum", "kernels/dynamics/nosehoover.py",
       "state.position, pre.scale(q))", "state.position, pre.scale(state.momentum))",
@@ -318,7 +319,7 @@ MUTANTS: list[Mutant] = [
       "minibatch scale N/(n − 1) instead of N/n", T_EST),
     M("uniform-count", "kernels/estimators/uniform.py", "jnp.asarray(batch.shape[0], jnp.int32))",
       "jnp.asarray(1, jnp.int32))", "uniform estimator counts one evaluation per step",
-      (*T_EST, "tests/test_gaussian_posterior.py")),
+      (*T_EST, "tests/kernels/test_gaussian_posterior.py")),
     M("svrg-sign", "kernels/estimators/svrg.py", "g0 + scale * (a - b) + w * g",
       "g0 + scale * (a + b) + w * g", "SVRG adds the anchor term", T_EST),
     M("svrg-no-full-term", "kernels/estimators/svrg.py", "g0 + scale * (a - b) + w * g",
@@ -490,8 +491,10 @@ def _run(m: Mutant, timeout: float) -> tuple[Mutant, str, float, str]:
         env = dict(os.environ, PYTHONPATH=os.path.join(work, "src"), JAX_PLATFORMS="cpu",
                    PYTHONDONTWRITEBYTECODE="1")
         tests = list(dict.fromkeys(t for t in m.tests if os.path.exists(os.path.join(ROOT, t))))
+        # One process per mutant (-n 0: the workers run mutants side by side), and the slow
+        # tier's tests of the guarding files too (-m: a mutant they kill is killed).
         cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-rf", "-p", "no:cacheprovider",
-               *tests]
+               "-n", "0", "-m", "slow or not slow", *tests]
         try:
             proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True,
                                   timeout=timeout)

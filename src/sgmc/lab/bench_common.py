@@ -76,7 +76,7 @@ FULL = BenchConfig(num_data=100_000, dim=54, batch_size=50, sgld_step=1e-5, sghm
                    scaling_steps=5_000, scaling_n=(1_000, 10_000, 100_000, 1_000_000),
                    scaling_d=(10, 54, 200, 1_000), scaling_batch=(10, 50, 500, 2_000),
                    scaling_chains=(1, 4, 16, 64))
-# Tiny: what tests/test_bench.py runs; the cost is almost all compilation.
+# Tiny: what tests/lab/test_bench.py runs; the cost is almost all compilation.
 QUICK = BenchConfig(num_data=2_000, dim=8, batch_size=20, sgld_step=1e-4, sghmc_step=1e-3,
                     friction=10.0, num_steps=200, repeats=2, loop_repeats=1,
                     scaling_steps=100, scaling_n=(500, 2_000), scaling_d=(8, 16),

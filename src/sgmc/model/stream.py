@@ -24,7 +24,7 @@ errors add up over its steps. Two rules keep the draws those of in-memory sampli
   minibatches then partition the buffer, which is itself a uniform subsample of the data, so
   the block's summed gradient noise is that of in-memory sampling. With replacement, rows of
   the buffer are reused while others are skipped, and the buffer's own deviation from the
-  data adds to the noise: measured here (tests/test_streaming.py) SGLD's variances come out
+  data adds to the noise: measured here (tests/model/test_streaming.py) SGLD's variances come out
   ~1.45× the in-memory ones at one buffer per B/n steps, and a block that reuses one buffer
   for many passes drifts toward that subsample's posterior (off by about √(N/B − 1)
   posterior standard deviations). The driver warns when streamed data meet replacement
@@ -39,7 +39,7 @@ into the compiled program by a host callback while the previous one is summed (s
 :meth:`sgmc.model.oracle.Problem.full_data_sum`), and they count N evaluations. So variance
 reduction removes the minibatch noise relative to the whole data, as in memory (on a
 conjugate regression streamed SVRG-LD samples the exact posterior, where plain SGLD's
-covariance is 4–12× too large; tests/test_streaming.py). A pass reads the whole file: with
+covariance is 4–12× too large; tests/model/test_streaming.py). A pass reads the whole file: with
 SVRG's usual period N/n it adds one read of the data per epoch (measured here, N = 10⁶,
 d = 54, from the page cache: 61 ms per pass against 40 ms in memory). SAGA is refused (its
 table is indexed by buffer rows, which change every block).

@@ -432,7 +432,7 @@ class ReplicaExchange:
         # over chains; the per-chain conditions mask the attempt inside it. (A *batched*
         # predicate turns the cond into a select of both branches, and XLA:CPU (jax 0.10.2)
         # then computed the exact energies of ≥ 32 chains wrongly: see
-        # tests/test_replica.py::test_exact_energy_swaps_with_many_chains.) Only small parts
+        # tests/kernels/test_replica.py::test_exact_energy_swaps_with_many_chains.) Only small parts
         # go through the branch (never an estimator's O(N) table).
         attempt_now = (t + 1) % self.swap_every == 0
         swap_parts, acc, act, n_swap = jax.lax.cond(attempt_now, swap, no_swap, swap_parts)

@@ -32,7 +32,7 @@ which cannot be checked before running.
 **Known bias.** The kinetic energy is measured on p_{k+1}, whose stationary variance under
 the semi-implicit Euler step exceeds τ by about ξhτ/2 even where θ's is exact, so ξ settles
 slightly above the balance point and θ's variance comes out low by about ξh/2 relative
-(2 % at ξh = 0.04, 11 % at ξh = 0.23); ``tests/test_sgnht.py`` predicts it exactly on
+(2 % at ξh = 0.04, 11 % at ξh = 0.23); ``tests/kernels/test_sgnht.py`` predicts it exactly on
 Gaussian targets (a discrete Lyapunov equation at the ξ where the mean thermostat increment
 vanishes).
 

@@ -42,7 +42,7 @@ The models (the posteriordb posterior name, then what is subtle in it):
   ``real<lower=0>``: half-normal(10) (``target +=`` keeps constants; they do not change the
   posterior); ``y ~ normal(X beta, sigma)``.
 
-Check against Stan (``tests/test_posteriordb_models.py``): NumPyro's NUTS, 2 chains x (1000
+Check against Stan (``tests/model/test_posteriordb_models.py``): NumPyro's NUTS, 2 chains x (1000
 warm-up + 2000 draws), seed 0, in 64-bit, against the reference, per scalar parameter
 ``z = (mean_nuts - mean_ref) / sd_ref`` and the ratio ``sd_nuts / sd_ref`` (:func:`compare`).
 Largest ``|z|`` over each posterior's scalar parameters, in brackets the largest ``|z| / SE(z)``;

@@ -242,7 +242,7 @@ def test_csghmc_end_of_cycle_is_finite():
 def test_first_order_samplers_ignore_scale_and_sgnht_takes_sqrt():
     """SGLD and pSGLD: the learning rate is h, so both scales give bitwise the same step
     parameters and dynamics at every t (hence the same run). SGNHT: h_t = √c·h₀ with its
-    diffusion A untouched (module docstring; tests/test_conformance.py runs it)."""
+    diffusion A untouched (module docstring; tests/contracts/test_conformance.py runs it)."""
     t = jnp.arange(0, 600, dtype=jnp.int32)
     for base in (sgmc.sgld(0.05), sgmc.psgld(0.01)):
         new, old = (cyclical(base, 2, num_steps=600, scale=s)

@@ -5,7 +5,7 @@ potential_energy``: −log joint on the unconstrained scale, Jacobians included)
 model run without subsampling — a trusted reference for the energy, the gradient and the
 log-Jacobian; the per-row terms against the distributions' log-densities; sampling against
 a conjugate posterior known exactly whose answer moves far outside the tolerance without
-the Jacobian (see tests/test_constraints.py for the tolerance's derivation).
+the Jacobian (see tests/model/test_constraints.py for the tolerance's derivation).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import sgmc
 numpyro = pytest.importorskip("numpyro")
 import numpyro.distributions as dist  # noqa: E402
 from numpyro.infer.util import potential_energy  # noqa: E402
-
 from test_constraints import _check_mean  # noqa: E402
 
 RNG = np.random.default_rng(0)

@@ -21,7 +21,7 @@ from checkpoint_run import EVERY, INIT, RUN, problem, sampler
 from sgmc.io import checkpoint
 from sgmc.io import sinks as _sinks
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent  # tests/: the helper scripts
 
 
 @pytest.fixture(scope="module")

@@ -47,7 +47,7 @@ on the unconstrained scale; no reference information enters the start):
   h = 0.001 moved sigma's mean by 0.11 sd between h and h/2, failing the bias guard.)
 
 Default (CI) set: eight schools and earnings (SVRG minibatches); the other three are
-``slow`` (``python -m pytest -m slow tests/test_posteriordb.py``).
+``slow`` (``python -m pytest -m slow tests/lab/test_posteriordb.py``).
 
 The Jacobian: with the log-Jacobian of the constraining transforms dropped from the adapter
 (src/sgmc/model/numpyro.py, the ``_NAME_log_det`` factor times 0; a local edit, checked once on
@@ -58,7 +58,7 @@ Jacobian moves log sigma by ~1/N, below the Monte Carlo error. So
 :func:`test_adapter_energy_is_stans` checks it exactly: differences of the adapter's energy
 ``post.full_energy(post.unconstrain(theta))`` between reference points equal differences of
 Stan's log density written out by hand (with its
-log-Jacobian; ``tests/test_posteriordb_models.py``), in 64-bit, for all five posteriors.
+log-Jacobian; ``tests/model/test_posteriordb_models.py``), in 64-bit, for all five posteriors.
 """
 
 from __future__ import annotations
@@ -72,10 +72,10 @@ import numpy as np
 import pytest
 import scipy.optimize
 from jax.flatten_util import ravel_pytree
+from test_posteriordb_models import _stan_log_density, _unconstrained_points, needs_posteriordb
 
 import sgmc
 from sgmc.lab.experiments import posteriordb as pdb
-from test_posteriordb_models import _stan_log_density, _unconstrained_points, needs_posteriordb
 
 K_SE = 4.0
 MAX_BIAS_BOUND = 0.1

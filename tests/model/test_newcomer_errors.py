@@ -5,11 +5,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_checkpoint import interrupt_after
 
 import sgmc
 from sgmc.io import sinks as _sinks
 from sgmc.run import api, preflight
-from test_checkpoint import interrupt_after
 
 D = 30  # parameters of the regression model
 

@@ -44,6 +44,7 @@ import numpy as np
 import pytest
 from scipy.linalg import solve_discrete_lyapunov
 from scipy.optimize import brentq, fsolve
+from test_checkpoint import interrupt_after
 
 import sgmc
 from linear_gaussian import gradient_noise_cov, moment_check
@@ -52,7 +53,6 @@ from sgmc.io import sinks as _sinks
 from sgmc.kernels.dynamics import NoseHoover, NoseHooverState
 from sgmc.kernels.sampler import sgnht
 from sgmc.rng import record
-from test_checkpoint import interrupt_after
 
 # The Gaussian posterior of (a) and (c): precision eigenvalues 2.4 … 5.3, minibatch noise
 # V with eigenvalues 13 … 45 at batch 50; A h = 0.05.
@@ -332,7 +332,7 @@ def test_replica_exchange_cold_replica_is_accurate(target):
     against plain SGNHT's 0.95–1.00 (tolerance 0.055). Not explained yet, so this test
     swaps less often. (An under-dispersion of SGHMC seen at the same time was an XLA:CPU
     miscomputation of the exact swap energies with ≥ 32 vmapped chains, fixed in the
-    coupling: tests/test_replica.py::test_exact_energy_swaps_with_many_chains.)"""
+    coupling: tests/kernels/test_replica.py::test_exact_energy_swaps_with_many_chains.)"""
     base = sgnht(H, diffusion=A, batch_size=BATCH)
     res = _run(target, sgmc.replica_exchange(base, [1.0, 2.0], swap_every=10), steps=3_500,
                chains=16)

@@ -12,11 +12,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_checkpoint import interrupt_after
 
 import sgmc
 from sgmc.io import sinks as _sinks
 from sgmc.run import plan
-from test_checkpoint import interrupt_after
 
 # burn_in 7 is not a multiple of thin 3 (a head block), 200 − 7 = 193 leaves one trailing step.
 RUN = dict(num_steps=200, num_chains=2, burn_in=7, thin=3, seed=4)

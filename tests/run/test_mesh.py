@@ -30,7 +30,7 @@ from jax.sharding import Mesh
 
 import sgmc
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent  # tests/: the helper scripts
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ Each process (tests/multihost_run.py) has 2 CPU devices; together they form one 
 devices, as docs/scale.md tells multi-host users to do: SVRG-HMC with chains over 4 devices,
 and a 4-replica VR-reSGLD on a 2 × 2 chains × replicas mesh (swaps across processes). Both
 processes must get the same draws, equal to a single-process run without a mesh within
-float32 rounding (full-data sums reassociated by the partitioner, as in tests/test_mesh.py:
+float32 rounding (full-data sums reassociated by the partitioner, as in tests/run/test_mesh.py:
 positions within 1e-4 after 600 steps), with identical swap counts.
 """
 
@@ -20,7 +20,7 @@ import pytest
 
 import sgmc
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent  # tests/: the helper scripts
 
 
 def _free_port() -> int:

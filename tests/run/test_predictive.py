@@ -14,12 +14,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_checkpoint import interrupt_after
+from test_keeps import Alternating
 
 import sgmc
 from sgmc.io import sinks as _sinks
 from sgmc.result import pool_moments
-from test_checkpoint import interrupt_after
-from test_keeps import Alternating
 
 X, Y, _ = sgmc.models.synthetic_linear_data(100, 3, correlation=0.3, seed=2)
 X_TEST = X[:6]

@@ -27,13 +27,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
+from test_checkpoint import interrupt_after
 
 import sgmc
 from linear_gaussian import predicted_cov
 from sgmc import stationarity as st
 from sgmc.io import sinks as _sinks
 from sgmc.models.linear import linear_regression_posterior, synthetic_linear_data
-from test_checkpoint import interrupt_after
 
 KEYS = ("energy", "log_prior", "loglik")
 
@@ -248,11 +248,12 @@ def test_false_alarm_rate_on_exact_stationary_runs(regression):
 
 @pytest.mark.data
 def test_silent_on_a_posteriordb_regression_sampled_right():
-    # kidiq (N = 434): the tuned full-batch SGHMC of tests/test_warmup_posteriordb.py, 10,000
+    # kidiq (N = 434): the tuned full-batch SGHMC of tests/tune/test_warmup_posteriordb.py, 10,000
     # kept steps after 2,000 of burn-in, matches Stan's reference (|z| ≤ 0.1, |r − 1| ≤ 0.1)
     # and is silent (measured: largest z = 1.8 against 3.71). About 35 s, the warm-up 24 s.
-    from sgmc.lab.experiments import warmup_comparison as wc
     from test_posteriordb_models import needs_posteriordb
+
+    from sgmc.lab.experiments import warmup_comparison as wc
 
     if needs_posteriordb.args[0]:
         pytest.skip(needs_posteriordb.kwargs["reason"])

@@ -133,6 +133,7 @@ def test_streamed_full_passes_read_every_row_exactly(files):
     theta = jnp.array([[0.3, -0.2, 0.5], [1.0, 0.0, -1.0]])
     pass_ = jax.jit(jax.vmap(post.full_grad))  # two chains, one pass over the file
     pass_(theta)
+    post.stream._ahead[2].result()  # its read-ahead lands before the count starts
     requests.clear()
     grads = pass_(theta)
     post.stream._ahead[2].result()  # the read-ahead of the next pass's first chunk

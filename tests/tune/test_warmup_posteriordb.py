@@ -27,10 +27,10 @@ import functools
 
 import numpy as np
 import pytest
+from test_posteriordb_models import needs_posteriordb
 
 from sgmc.lab.experiments import verdict as V
 from sgmc.lab.experiments import warmup_comparison as wc
-from test_posteriordb_models import needs_posteriordb
 
 MAX_SE = 0.04
 REGRESSIONS = ("mesquite-logmesquite_logvash", "kidiq-kidscore_momiq", "sblri-blr",

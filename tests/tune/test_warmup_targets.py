@@ -17,7 +17,7 @@ included) must be ≤ 0.04, so the criterion is at least 3.7 SE from 0 and a fai
   correlation=0.5)``, batch 100, splitting): before, warm-up measured the noise at the anchor
   (B = 0) and tuned to the stability edge: divergence at step ~500. Exact posterior.
   SAGA in the slow tier (each ~30 s).
-* Eight schools: ``tests/test_warmup_posteriordb.py``.
+* Eight schools: ``tests/tune/test_warmup_posteriordb.py``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import pytest
 
 import sgmc
 
-HERE = os.path.dirname(__file__)
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 MAX_SE = 0.04
 
 
