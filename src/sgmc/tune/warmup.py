@@ -232,8 +232,9 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
                         + missing_text(sampler, TUNABLE_MEMBERS, "sgmc.contracts.tunable"))
     base = sampler.tuning_base()  # raises for a kernel not tunable as a whole (cyclical)
     if base.dynamics.rule_family is None:
-        raise TypeError(f"warmup tunes sgld, sghmc and psgld; {type(base.dynamics).__name__} "
-                        "(e.g. sgmc.sgnht) needs its step size given")
+        raise TypeError(f"warmup cannot choose the step of {type(base.dynamics).__name__} "
+                        "(its rule_family is None: sgmc.contracts.integrator); give its step "
+                        "size (as sgmc.sgnht needs); warmup tunes sgld, sghmc and psgld")
     check_arg.choice("preconditioner", preconditioner, PRECONDITIONERS)
     budget = _fraction("budget", budget)
     tol = _fraction("check_tolerance", check_tolerance)
