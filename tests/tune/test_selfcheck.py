@@ -90,6 +90,7 @@ def _traces(bias, noise, units=16, draws=40, k=3, seed=0):
 
 
 @pytest.mark.parametrize("bias, noise, units, verdict", [(0.3, 0.05, 16, "disagree"),
+                                                         (-0.3, 0.05, 16, "disagree"),
                                                          (0.0, 0.05, 16, "agree"),
                                                          (0.0, 0.05, 3, "not resolved")])
 def test_judge_on_planted_traces(bias, noise, units, verdict):
