@@ -135,11 +135,9 @@ def rhat(result) -> dict[str, np.ndarray]:
 def score_function(problem, temperature: float = 1.0) -> Callable[[PyTree], PyTree]:
     """θ ↦ ∇ log p(θ) = −∇U(θ)/τ for an :class:`sgmc.Posterior` or :class:`sgmc.Objective`
     (the target exp(−U/τ)), with the full-data gradient computed in chunks."""
-    from sgmc.model.oracle import Problem
+    from sgmc.model.oracle import require_problem
 
-    if not isinstance(problem, Problem):
-        raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
-                        f"{type(problem).__name__}")
+    require_problem(problem)
     if problem.constrained:
         # Draws are reported as θ = T(z) but the energy is the density of z: its score at θ
         # would be a wrong answer, not an approximate one.

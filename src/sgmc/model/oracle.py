@@ -38,7 +38,7 @@ from sgmc.model.checks import check_term
 
 PyTree = Any
 
-__all__ = ["Problem"]
+__all__ = ["Problem", "require_problem"]
 
 
 class Problem:
@@ -239,3 +239,11 @@ class Problem:
             terms.append((False, lambda p: self.datum_energy(at(p), datum)))
         for exact, fn in terms:
             check_term(fn, params, *self.describe_term(exact), name)
+
+
+def require_problem(problem: Any) -> None:
+    """Raise TypeError unless ``problem`` is a :class:`Problem` (what every entry point that
+    takes one checks first, before anything is traced)."""
+    if not isinstance(problem, Problem):
+        raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
+                        f"{type(problem).__name__}")

@@ -19,7 +19,7 @@ from sgmc.contracts import missing_text
 from sgmc.contracts.kernel import KERNEL_MEMBERS, Kernel
 from sgmc.io import checkpoint as ckpt
 from sgmc.io.sinks import DiskSink, MemorySink
-from sgmc.model.oracle import Problem
+from sgmc.model.oracle import Problem, require_problem
 from sgmc.result import Result
 from sgmc.run import preflight
 from sgmc.run.host import Run, execute
@@ -197,9 +197,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             ``stream_to`` folder where no file can be created is a ValueError before
             anything is compiled.
     """
-    if not isinstance(problem, Problem):
-        raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
-                        f"{type(problem).__name__}")
+    require_problem(problem)
     if not isinstance(sampler, Kernel):
         raise TypeError("sampler must be an sgmc sampler such as sgmc.sgld(...) or a kernel "
                         f"(sgmc.contracts.kernel.Kernel), got {type(sampler).__name__}"
@@ -342,9 +340,7 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
         sgmc.DivergenceError, sgmc.Interrupted, sgmc.StorageError, sgmc.DataError: as in
             :func:`sample`.
     """
-    if not isinstance(problem, Problem):
-        raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
-                        f"{type(problem).__name__}")
+    require_problem(problem)
     path = os.fspath(path)
     header, arrays = ckpt.read(path)
     found = ckpt.fingerprint(problem, sampler)

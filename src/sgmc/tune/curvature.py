@@ -21,22 +21,16 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from sgmc import _validate as check
-from sgmc.model.oracle import Problem
+from sgmc.model.oracle import Problem, require_problem
 
 PyTree = Any
 
 __all__ = ["diagonal", "extreme_eigenvalues", "hessian", "hvp", "lanczos"]
 
 
-def _check(problem: Any) -> None:
-    if not isinstance(problem, Problem):
-        raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
-                        f"{type(problem).__name__}")
-
-
 def hvp(problem: Problem, point: PyTree, vector: PyTree) -> PyTree:
     """H v = ∇²U(θ) v of the full-data energy at ``point`` (a pytree like ``point``)."""
-    _check(problem)
+    require_problem(problem)
     return jax.jvp(problem.full_grad, (point,), (vector,))[1]
 
 
@@ -84,7 +78,7 @@ def extreme_eigenvalues(problem: Problem, point: PyTree, num_iters: int = 30,
                         seed: int = 0) -> tuple[float, float]:
     """(λ_min, λ_max) of ∇²U(θ) by ``num_iters`` steps of :func:`lanczos` (λ_max converges
     from below, λ_min from above; ``num_iters`` ≥ d gives them to rounding)."""
-    _check(problem)
+    require_problem(problem)
     flat, matvec = _flat_hvp(problem, point)
     ritz, _ = lanczos(matvec, flat.size, num_iters, seed)
     return float(ritz[0]), float(ritz[-1])
@@ -93,7 +87,7 @@ def extreme_eigenvalues(problem: Problem, point: PyTree, num_iters: int = 30,
 def hessian(problem: Problem, point: PyTree) -> np.ndarray:
     """The full-data Hessian ∇²U(θ) as a dense d × d float64 array over the flattened
     position (``ravel_pytree`` order), from d Hessian-vector products (small d only)."""
-    _check(problem)
+    require_problem(problem)
     flat, matvec = _flat_hvp(problem, point)
     cols = jax.lax.map(matvec, jnp.eye(flat.size, dtype=flat.dtype))
     h = np.asarray(cols, np.float64).T
@@ -105,7 +99,7 @@ def diagonal(problem: Problem, point: PyTree, num_probes: int = 16,
     """Hutchinson's estimate of diag(∇²U(θ)), a pytree like ``point``: the mean over
     ``num_probes`` Rademacher vectors v of v ⊙ H v. Unbiased, with variance
     Σ_{j≠i} H_ij² / num_probes for entry i (exact for a diagonal H)."""
-    _check(problem)
+    require_problem(problem)
     m = check.integer("num_probes", num_probes, lo=1)
     seed = check.integer("seed", seed, lo=0, hi=2**32 - 1)
     flat, matvec = _flat_hvp(problem, point)

@@ -71,7 +71,7 @@ from sgmc.contracts import missing_text
 from sgmc.contracts.tunable import TUNABLE_MEMBERS, Tunable
 from sgmc.errors import SamplingWarning
 from sgmc.kernels import preconditioners as precond
-from sgmc.model.oracle import Problem
+from sgmc.model.oracle import Problem, require_problem
 from sgmc.pytree import replace
 from sgmc.schedules import as_schedule
 from sgmc.tune import noise, selfcheck
@@ -223,9 +223,7 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
         ``(tuned, start)`` (a :class:`Warmup`; ``.report`` is a :class:`WarmupReport`).
     """
     t0 = time.perf_counter()
-    if not isinstance(problem, Problem):
-        raise TypeError("problem must be an sgmc.Posterior or sgmc.Objective, got "
-                        f"{type(problem).__name__}")
+    require_problem(problem)
     if not isinstance(sampler, Tunable):
         raise TypeError("sampler must be sgmc.sgld/sghmc/psgld(...) or replica_exchange over "
                         f"one, got {type(sampler).__name__}"
