@@ -29,8 +29,11 @@ from sgmc.errors import (
     DataError,
     DivergenceError,
     Interrupted,
+    MemoryWarning,
+    RunError,
     SamplingWarning,
     StorageError,
+    WarmupInterrupted,
 )
 from sgmc.kernels.coupling import (
     cv_energy,
@@ -59,6 +62,9 @@ __all__ = [
     "DataError",
     "DivergenceError",
     "Interrupted",
+    "MemoryWarning",
+    "RunError",
+    "WarmupInterrupted",
     "NumPyroPosterior",
     "Objective",
     "OptimizeResult",

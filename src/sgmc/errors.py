@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CheckpointError", "DataError", "DivergenceError", "Interrupted", "SamplingWarning",
-           "StorageError"]
+__all__ = ["CheckpointError", "DataError", "DivergenceError", "Interrupted", "MemoryWarning",
+           "RunError", "SamplingWarning", "StorageError"]
 
 
 class DivergenceError(FloatingPointError):
@@ -51,15 +51,43 @@ class Interrupted(KeyboardInterrupt):
             ``checkpoint=``), from which :func:`sgmc.resume` continues; else None.
     """
 
-    def __init__(self, step: int, result: Any, checkpoint: str | None) -> None:
+    def __init__(self, step: int, result: Any, checkpoint: str | None,
+                 message: str | None = None) -> None:
         self.step = int(step)
         self.result = result
         self.checkpoint = checkpoint
-        n = result.num_draws if result is not None else 0
-        then = (f"; sgmc.resume({checkpoint!r}, problem, sampler) continues the run"
-                if checkpoint else "")
-        super().__init__(f"sampling interrupted after step {self.step}; the {n} draws per "
-                         f"chain kept so far are in .result{then}")
+        if message is None:  # sgmc.sample's; minimize and warmup say what they hold
+            n = result.num_draws if result is not None else 0
+            then = (f"; sgmc.resume({checkpoint!r}, problem, sampler) continues the run"
+                    if checkpoint else "")
+            message = (f"sampling interrupted after step {self.step}; the {n} draws per "
+                       f"chain kept so far are in .result{then}")
+        super().__init__(message)
+
+
+class WarmupInterrupted(Interrupted):
+    """:func:`sgmc.warmup` was interrupted (Ctrl-C). It carries what the warm-up had found
+    when it stopped, so that a new warm-up need not start over.
+
+    Attributes:
+        stage: the stage under way ("mode", "curvature", "noise", "adapt", "check").
+        mode: the point found by the mode search (on the model's scale), or None if it
+            had not finished.
+        curvature: (λ_min, λ_max) of the whitened Hessian, or None.
+        preconditioner: the preconditioner chosen, or None.
+        passes: the data passes spent per stage.
+        step: 0; result and checkpoint: None (no draw of a warm-up is kept).
+    """
+
+    def __init__(self, stage: str, mode: Any = None, curvature: Any = None,
+                 preconditioner: Any = None, passes: dict | None = None,
+                 message: str | None = None) -> None:
+        self.stage = stage
+        self.mode = mode
+        self.curvature = curvature
+        self.preconditioner = preconditioner
+        self.passes = dict(passes or {})
+        super().__init__(0, None, None, message or f"warmup interrupted in its {stage} stage")
 
 
 class CheckpointError(ValueError):
@@ -121,6 +149,39 @@ class StorageError(OSError):
                          f"step {self.step} and the {n} draws per chain kept so far are in "
                          f".result{then}")
         self.errno = cause.errno  # (strerror stays unset: str() is the message above)
+
+
+class RunError(RuntimeError):
+    """A compiled block of the run failed at run time (XLA raised: a ``predict`` or model
+    function whose host callback failed, a device out of memory): the run stops, and nothing
+    stored before that block is lost. XLA's error is the ``__cause__``.
+
+    Attributes:
+        step: the number of steps every chain had completed before the failed block.
+        result: an :class:`sgmc.Result` with every draw kept up to ``step`` (all chains).
+        checkpoint: the path of the last complete checkpoint, or None.
+    """
+
+    def __init__(self, step: int, result: Any, checkpoint: str | None, cause: Exception,
+                 culprit: str = "") -> None:
+        self.step = int(step)
+        self.result = result
+        self.checkpoint = checkpoint
+        n = result.num_draws if result is not None else 0
+        then = (f"; sgmc.resume({checkpoint!r}, problem, sampler) continues from the last "
+                "checkpoint once the cause is fixed" if checkpoint else "")
+        first = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
+        super().__init__(f"a block of the run failed after step {self.step}{culprit}: "
+                         f"{type(cause).__name__}: {first}; the {n} draws per chain kept "
+                         f"so far are in .result{then}")
+
+
+class MemoryWarning(UserWarning):
+    """A run whose kept draws will take a large part of the memory available (see
+    :func:`sgmc.run.preflight.check_memory`): it may be killed by the operating system
+    before it ends, losing what it has not written. The message gives the sizes and the
+    ways to keep fewer draws in memory (``thin``, ``store_draws=False`` with ``predict=``,
+    ``stream_to=``)."""
 
 
 class SamplingWarning(UserWarning):
