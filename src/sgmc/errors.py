@@ -67,14 +67,20 @@ class Interrupted(KeyboardInterrupt):
 
 class WarmupInterrupted(Interrupted):
     """:func:`sgmc.warmup` was interrupted (Ctrl-C). It carries what the warm-up had found
-    when it stopped, so that a new warm-up need not start over.
+    when it stopped, so that a new warm-up need not search for the mode again:
+    ``sgmc.warmup(problem, sampler, err.mode, optimizer_steps=1, learning_rate=1e-6)``
+    starts from it (one negligible Adam step) and redoes the later stages.
 
     Attributes:
-        stage: the stage under way ("mode", "curvature", "noise", "adapt", "check").
+        stage: the stage under way, as :mod:`sgmc.tune.warmup` numbers them: "mode" (1:
+            Adam, then Newton), "curvature" (2 and the extremes of 3: the preconditioner,
+            the whitened Hessian's λ_min, λ_max), "noise" (3's gradient noise, 4's rules),
+            "adapt" (5: the draws of ``adapt_steps`` and the rules again), "check" (6: the
+            self-check's pilots, then the starts).
         mode: the point found by the mode search (on the model's scale), or None if it
             had not finished.
-        curvature: (λ_min, λ_max) of the whitened Hessian, or None.
-        preconditioner: the preconditioner chosen, or None.
+        curvature: (λ_min, λ_max) of the Hessian whitened by ``preconditioner``, or None.
+        preconditioner: the preconditioner chosen (after stage 5's draws, theirs), or None.
         passes: the data passes spent per stage.
         step: 0; result and checkpoint: None (no draw of a warm-up is kept).
     """
@@ -162,16 +168,19 @@ class RunError(RuntimeError):
         checkpoint: the path of the last complete checkpoint, or None.
     """
 
-    def __init__(self, step: int, result: Any, checkpoint: str | None, cause: Exception,
-                 culprit: str = "") -> None:
+    def __init__(self, step: int, result: Any, checkpoint: str | None,
+                 cause: Exception) -> None:
         self.step = int(step)
         self.result = result
         self.checkpoint = checkpoint
         n = result.num_draws if result is not None else 0
         then = (f"; sgmc.resume({checkpoint!r}, problem, sampler) continues from the last "
                 "checkpoint once the cause is fixed" if checkpoint else "")
-        first = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
-        super().__init__(f"a block of the run failed after step {self.step}{culprit}: "
+        lines = [x.strip() for x in str(cause).strip().splitlines() if x.strip()] or [""]
+        first = lines[0].replace(" Traceback (most recent call last):", "")  # XLA's, then
+        first += f" … {lines[-1]}" if len(lines) > 1 else ""  # the Python error's last line
+        super().__init__(f"a block of the run (its model, sampler or predict) failed after "
+                         f"step {self.step}: "
                          f"{type(cause).__name__}: {first}; the {n} draws per chain kept "
                          f"so far are in .result{then}")
 

@@ -61,6 +61,9 @@ class Kernel(Protocol):
     #: be ≥ 0): e.g. a replica-exchange correction F_t, which divides σ̂². The driver checks
     #: every schedule a kernel holds on the run's steps before compiling.
     positive_schedules: tuple[str, ...] = ()
+    #: The run length the kernel's schedules were built for (a cyclical schedule's K), or
+    #: None (any): ``sgmc.sample`` warns when it runs another number of steps.
+    run_length: int | None = None
 
     def init(self, problem: Any, position: PyTree, key: jax.Array) -> Any:
         """The state of one chain started at ``position``."""
@@ -94,7 +97,7 @@ class Kernel(Protocol):
 
 #: The members a kernel must have (the protocol's, for error messages).
 KERNEL_MEMBERS = ("name", "batch_size", "num_replicas", "replica_stacked",
-                  "positive_schedules", "init", "step",
+                  "positive_schedules", "run_length", "init", "step",
                   "draw", "keeps", "info_spec", "init_evals", "check", "meta")
 
 

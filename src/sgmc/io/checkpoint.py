@@ -49,7 +49,8 @@ from jax.flatten_util import ravel_pytree
 from sgmc.errors import CheckpointError
 from sgmc.io.serial import json_default, write_atomic
 
-__all__ = ["fingerprint", "probe", "probe_mismatch", "probe_point", "read", "write"]
+__all__ = ["fingerprint", "occupant", "probe", "probe_mismatch", "probe_point", "read",
+           "summary", "summary_mismatch", "write"]
 
 FORMAT = "sgmc.Checkpoint/2"
 
@@ -157,6 +158,33 @@ def probe_mismatch(stored: dict, found: dict) -> str | None:
     return None
 
 
+def summary(value: Any) -> dict[str, Any]:
+    """A few JSON numbers that tell one array from another (``predict``'s value at the
+    checkpointed draw): its shape, first :data:`PROBE_HEAD` entries and a projection on a
+    fixed direction, each with its magnitude; compared by :func:`summary_mismatch`."""
+    v = np.asarray(value, np.float64).reshape(-1)
+    w = np.cos(np.arange(v.size, dtype=np.float64))
+    return {"shape": list(np.shape(value)), "head": v[:PROBE_HEAD].tolist(),
+            "head_scale": (np.abs(v[:PROBE_HEAD]) + np.mean(np.abs(v)) if v.size else
+                           np.zeros(0)).tolist(),
+            "dot": float(np.dot(w, v)), "dot_scale": float(np.dot(np.abs(w), np.abs(v)))}
+
+
+def summary_mismatch(stored: dict, found: dict) -> str | None:
+    """None if two :func:`summary` records agree within :data:`PROBE_RTOL` of their
+    magnitude (NaN matches NaN), else what differs, with both values."""
+    if stored["shape"] != found["shape"]:
+        return f"shape {stored['shape']} stored, {found['shape']} found"
+    for key in ("head", "dot"):
+        a, b = np.asarray(stored[key], np.float64), np.asarray(found[key], np.float64)
+        scale = np.maximum(np.asarray(stored[f"{key}_scale"]), np.asarray(found[f"{key}_scale"]))
+        if not np.all((np.abs(a - b) <= PROBE_RTOL * scale + 1e-30)
+                      | (np.isnan(a) & np.isnan(b)) | (a == b)):
+            return f"stored {_short(np.asarray(stored['head']))}, found " \
+                   f"{_short(np.asarray(found['head']))} (first entries)"
+    return None
+
+
 def _short(x: np.ndarray) -> str:
     return np.array2string(np.asarray(x), precision=8, separator=", ")
 
@@ -218,6 +246,29 @@ def read(path: str) -> tuple[dict, dict[str, np.ndarray]]:
         raise CheckpointError(f"{path} is corrupted (arrays {', '.join(bad + missing)} do not "
                               f"match their checksums){_fallback(path)}")
     return header, arrays
+
+
+def occupant(path: str) -> tuple[list[str], str]:
+    """What another run left at checkpoint path ``path``: the files (``PATH``,
+    ``PATH.prev``, a non-empty ``PATH.draws`` folder) and, from the checkpoint's header
+    (read without verifying anything else), a description of that run ("seed 1, 8,000 of
+    20,000 steps done"); ([], "") when the path is free."""
+    found = [p for p in (path, f"{path}.prev") if os.path.exists(p)]
+    draws = f"{os.path.abspath(path)}.draws"
+    if os.path.isdir(draws) and os.listdir(draws):
+        found.append(draws)
+    about = ""
+    for p in found[:2]:
+        try:
+            with np.load(p, allow_pickle=False) as npz:
+                header = json.loads(str(npz["header"]))
+            s = header["settings"]
+            about = (f"seed {s['seed']}, {int(header['t0']):,} of {int(s['num_steps']):,} "
+                     "steps done")
+            break
+        except Exception:
+            continue
+    return found, about
 
 
 def _fallback(path: str) -> str:

@@ -165,7 +165,7 @@ class DiskSink:
     doc and :mod:`sgmc.io.folder`)."""
 
     def __init__(self, folder: str, total: int, count: int = 0,
-                 template: PyTree | None = None) -> None:
+                 template: PyTree | None = None, run: str = "") -> None:
         """A new draws folder ``folder`` (its files are created by :meth:`prepare` or the
         first :meth:`append`; files of an earlier one there are replaced), or — with
         ``count`` > 0 and ``template``, the draws of one step (leaves (chains, ...),
@@ -174,13 +174,14 @@ class DiskSink:
         run may have written are overwritten).
 
         Raises:
-            CheckpointError: continuing a draws folder that is missing, or has a file
-                missing, does not fit ``template`` or ``total``, or whose first ``count``
-                draws were altered.
+            CheckpointError: continuing a draws folder that is missing, holds another
+                run's draws, or has a file missing, does not fit ``template`` or ``total``,
+                or whose first ``count`` draws were altered.
         """
         self.folder = os.fspath(folder)
         self.total = int(total)  # draws per chain the finished run will hold
         self.count = int(count)
+        self.run = run
         self._files: dict[str, NpyFile] | None = None  # created when the shapes are known
         self._header: dict | None = None
         self._maps: dict[str, np.ndarray] = {}  # read-only memory maps, for arrays()
@@ -196,6 +197,12 @@ class DiskSink:
         if "files" not in header or not os.path.exists(os.path.join(self.folder, CHECKSUMS)):
             raise CheckpointError(f"the stream folder {self.folder} has no checksums (written "
                                   "by an older sgmc): its draws cannot be verified")
+        if header.get("run", "") != self.run:
+            raise CheckpointError(
+                f"the draws folder {self.folder} holds the draws of another run (run "
+                f"{header.get('run') or 'unnamed'}; the checkpoint's is {self.run or 'unnamed'}"
+                "): a later run on the same path replaced them, so this checkpoint's draws "
+                "are gone. Resume the checkpoint of that later run, or start again")
         if int(header["num_draws"]) != self.total:
             raise CheckpointError(f"the stream folder {self.folder} holds a run of "
                                   f"{header['num_draws']} draws per chain, not {self.total}")
@@ -245,7 +252,7 @@ class DiskSink:
             header = {"format": DRAWS_FORMAT, "spec": spec, "order": order,
                       "names": jax_names,
                       "num_leaves": len(leaves), "info": sorted(info), "count": 0,
-                      "num_draws": self.total, "meta": None,
+                      "num_draws": self.total, "meta": None, "run": self.run,
                       "files": {k: {"shape": list(f.shape), "dtype": f.dtype.str}
                                 for k, f in files.items()}}
             path = os.path.join(self.folder, "header.json")

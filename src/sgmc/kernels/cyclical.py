@@ -167,6 +167,11 @@ class CyclicalSampler(Sampler):
                         "the base sampler, then wrap the tuned one (e.g. "
                         "sgmc.cyclical(tuned, num_cycles, num_steps=K))")
 
+    @property
+    def run_length(self) -> int:
+        """K: the cycles were cut for a run of this many steps (the kernel contract)."""
+        return self.num_steps
+
     def keeps(self, t: jax.Array) -> jax.Array:
         """True in the sampling stage, mod(t, L) ≥ E: the draw after step t may be kept."""
         return jnp.mod(jnp.asarray(t, jnp.int32), self.cycle_length) >= self.explore_steps

@@ -69,6 +69,7 @@ class Sampler:
     #: The tuning contract (:class:`sgmc.contracts.tunable.Tunable`): a draw is one position.
     draw_replicas = False
     positive_schedules = ()
+    run_length = None  # any number of steps
     info_spec = MappingProxyType({"grad_evals": "total"})
 
     def draw(self, state: SamplerState) -> PyTree:

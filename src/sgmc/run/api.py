@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from typing import Any
 
 import jax
@@ -18,23 +19,24 @@ from sgmc import stationarity
 from sgmc.contracts import missing_text
 from sgmc.contracts.kernel import KERNEL_MEMBERS, Kernel
 from sgmc.io import checkpoint as ckpt
+from sgmc.io.lock import claim
 from sgmc.io.sinks import DiskSink, MemorySink
 from sgmc.model.oracle import Problem, require_problem
 from sgmc.result import Result
 from sgmc.run import preflight
 from sgmc.run.host import Run, execute
 from sgmc.run.loop import Counters, Moments, drawn, init_chains
+from sgmc.run.memory import check_run_memory
 from sgmc.run.mesh import check_mesh
 from sgmc.run.plan import (
-    BLOCK_BYTES,
     BLOCK_SECONDS,
     PRNG_IMPLS,
     chain_keys,
-    default_draws_per_block,
+    default_block_size,
     stored_mask,
     stored_total,
 )
-from sgmc.run.snapshot import Settings, fill, position_spec, position_template
+from sgmc.run.snapshot import Settings, draws_folder, position_spec, restore
 from sgmc.run.starts import chain_positions, has_convolution
 
 #: The most steps ``sample(..., unroll=True)`` compiles into one loop-free block program.
@@ -52,7 +54,8 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
            stream_to: str | os.PathLike | None = None, mesh: Mesh | None = None,
            init_per_chain: bool | None = None, predict: Any = None,
            store_draws: bool = True, init_spread: float = 0.0,
-           unroll: bool | None = None, diagnose: bool = True) -> Result:
+           unroll: bool | None = None, diagnose: bool = True,
+           overwrite: bool = False) -> Result:
     """Run ``num_chains`` chains of ``sampler`` on ``problem`` for ``num_steps`` steps each.
 
     The first ``burn_in`` steps are discarded; after them a draw is kept every ``thin``
@@ -96,10 +99,12 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             state, the position in the run, where its draws are and how many) is written
             there atomically between blocks, and once more at the end; :func:`sgmc.resume`
             continues from it with draws bitwise identical to an uninterrupted run's. The
-            checkpoint it replaces is kept as ``PATH.prev``. The draws themselves are
-            appended, with checksums, to ``stream_to`` or else to the folder
-            ``PATH.draws`` (keep it next to the checkpoint), so that a checkpoint costs the
-            state and the draws made since the previous one. Positions must be arrays or
+            checkpoint it replaces is kept as ``PATH.prev``. A path that holds another
+            run's checkpoint (``PATH``, ``PATH.prev`` or draws in ``PATH.draws``) is refused
+            unless ``overwrite=True``; one in use by a live run (``PATH.lock``), always.
+            The draws themselves are appended, with checksums, to ``stream_to`` or else to
+            the folder ``PATH.draws`` (keep it next to the checkpoint), so that a checkpoint
+            costs the state and the draws made since the previous one. Positions must be arrays or
             dicts / lists / tuples of arrays.
         checkpoint_every: write a checkpoint after the first block that ends at least this
             many steps after the previous one (≥ 1; needs ``checkpoint``). Default: the
@@ -168,12 +173,19 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             the draws are those of ``diagnose=False``), and the run ends with their drift
             test (:meth:`sgmc.Result.diagnose`): an :class:`sgmc.SamplingWarning` when the
             run is not stationary. False: neither.
+        overwrite: True: a ``checkpoint`` path that holds another run is taken over (its
+            checkpoints are deleted, its draws folder rewritten). Default False: such a
+            path is a ValueError, so that a run never destroys another's draws by accident.
 
     Before anything is compiled (:mod:`sgmc.run.preflight`), the energy and its gradient
     are evaluated at every chain's initial point on the first 256 rows of data, the prior
     (exact) and the likelihood (data) terms apart, and the sampler's schedules (step sizes,
     temperatures, a swap correction) on the run's steps (on 2²⁰ evenly spaced steps of a
     longer run): NaN or inf there, or a negative schedule value, is a ValueError naming it.
+    So is a run that cannot fit in memory (the kept draws, the block buffers and the chains'
+    states against the memory available; above half of it, an :class:`sgmc.MemoryWarning`),
+    and one whose sampler keeps none of its draws (a cyclical schedule built for another
+    ``num_steps``; a mismatch that keeps some is an :class:`sgmc.SamplingWarning`).
 
     Returns:
         :class:`sgmc.Result` with ``samples`` (leaves shaped (num_chains, num_draws, ...)),
@@ -212,7 +224,8 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
         draws_per_block = check.integer("draws_per_block", draws_per_block, lo=1)
     checkpoint, checkpoint_every, stream_to = preflight.storage(checkpoint, checkpoint_every,
                                                              stream_to)
-    for name, flag in (("store_draws", store_draws), ("diagnose", diagnose)):
+    for name, flag in (("store_draws", store_draws), ("diagnose", diagnose),
+                       ("overwrite", overwrite)):
         if not isinstance(flag, (bool, np.bool_)):
             raise TypeError(f"{name} must be True or False, got {flag!r}")
     if not store_draws and stream_to is not None:
@@ -232,7 +245,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
     sampler.check(problem, jax.tree.map(lambda x: x[0], positions), num_chains)
     if mesh is not None:
         check_mesh(mesh, num_chains, sampler, problem)
-    preflight.preflight(problem, sampler, positions, num_steps)
+    preflight.preflight(problem, sampler, positions, num_steps, init_spread)
     if unroll is None:
         unroll = (thin <= MAX_UNROLLED_STEPS and jax.default_backend() == "cpu"
                   and has_convolution(problem, jax.tree.map(lambda x: x[0], positions)))
@@ -249,29 +262,27 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
     if draws_per_block is None:
         bytes_per_draw = num_chains * sum(x[0].size * x.dtype.itemsize
                                           for x in jax.tree.leaves(positions))
-        cap = max(1, BLOCK_BYTES // max(bytes_per_draw, 1))
-        if checkpoint_every is not None:
-            cap = min(cap, max(1, checkpoint_every // thin))
-        if problem.stream is not None:
-            # A block's minibatches come from one buffer of B rows: keep a block to about
-            # B / batch_size steps so that its minibatches barely reuse rows (sgmc.model.stream).
-            b = sampler.batch_size
-            cap = min(cap, max(1, problem.data_rows // (b or problem.data_rows) // thin))
+        cap = None if checkpoint_every is None else max(1, checkpoint_every // thin)
         if unroll:  # a block is one straight-line program of draws_per_block × thin steps
-            cap = min(cap, max(1, MAX_UNROLLED_STEPS // thin))
-        draws_per_block = default_draws_per_block(total_draws, cap)
+            cap = min(cap or total_draws, max(1, MAX_UNROLLED_STEPS // thin))
+        draws_per_block = default_block_size(total_draws, thin, bytes_per_draw, problem,
+                                             sampler.batch_size, cap)
     elif unroll:
         draws_per_block = min(draws_per_block, max(1, MAX_UNROLLED_STEPS // thin))
     settings = Settings(num_steps, burn_in, thin, seed, num_chains, prng,
                         min(draws_per_block, total_draws), checkpoint, checkpoint_every,
                         stream_to, block_seconds, bool(store_draws), float(init_spread),
-                        bool(unroll), bool(diagnose))
+                        bool(unroll), bool(diagnose),
+                        uuid.uuid4().hex if checkpoint or stream_to else "")
+    states = jax.eval_shape(init_chains, problem, sampler, positions, chain_keys(settings)[0])
     if predict is not None:
-        states = jax.eval_shape(init_chains, problem, sampler, positions,
-                                chain_keys(settings)[0])
         preflight.predict_output(problem, sampler, states, predict)
-    result = start(problem, sampler, positions, settings, progress, mesh, spec,
-                   predict=predict)
+    preflight.check_kept(sampler, settings)
+    check_run_memory(problem, sampler, states, settings,
+                               stored_total(stored_mask(sampler, settings)))
+    with claim(checkpoint, overwrite, settings.run_id):
+        result = start(problem, sampler, positions, settings, progress, mesh, spec,
+                       predict=predict)
     if diagnose:
         stationarity.warn_if_not_stationary(result, stacklevel=2)
     return result
@@ -293,7 +304,8 @@ def start(problem: Problem, kernel: Kernel, positions: PyTree, settings: Setting
         settings.num_chains, preflight.predict_output(problem, kernel, states, predict))
     mask = stored_mask(kernel, settings)
     total = stored_total(mask)
-    sink = DiskSink(settings.stream_to, total) if settings.stream_to else MemorySink(total)
+    sink = (DiskSink(settings.stream_to, total, run=settings.run_id) if settings.stream_to
+            else MemorySink(total))
     run = Run(problem, kernel, settings, sink, (states, counters, 0, 0), spec, mesh,
               compile_time=time.perf_counter() - t_start, divergence=divergence,
               predict=predict, moments=moments, mask=mask)
@@ -343,51 +355,10 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
     require_problem(problem)
     path = os.fspath(path)
     header, arrays = ckpt.read(path)
-    found = ckpt.fingerprint(problem, sampler)
-    for what in ("problem", "sampler"):
-        if header["fingerprint"][what] != found[what]:
-            raise ckpt.CheckpointError(
-                f"{path} was written by a run of a different {what} (its model, data or "
-                "settings differ); resume with the problem and sampler the run started with")
-    settings = Settings(**dict(header["settings"], checkpoint=path))
+    settings, states, counters, moments = restore(path, header, arrays, problem, sampler,
+                                                  like, predict)
     if mesh is not None:
         check_mesh(mesh, settings.num_chains, sampler, problem)
-    positions = position_template(header["positions"], like, path)
-    init_keys, _ = chain_keys(settings)
-    template = jax.eval_shape(init_chains, problem, sampler, positions, init_keys)
-    stored_predict = header.get("predict")
-    if (stored_predict is None) != (predict is None):
-        raise ckpt.CheckpointError(
-            f"{path} was written by a run {'with' if stored_predict else 'without'} "
-            f"predict=...; resume it {'with the same' if stored_predict else 'without'} "
-            "predict")
-    moments = None
-    if predict is not None:
-        if not callable(predict):
-            raise TypeError(f"predict must be a function of one draw returning an array, "
-                            f"got {type(predict).__name__}")
-        out = preflight.predict_output(problem, sampler, template, predict)
-        if (list(out.shape), str(Moments.dtype(out))) != (stored_predict["shape"],
-                                                           stored_predict["dtype"]):
-            raise ckpt.CheckpointError(
-                f"{path} holds the moments of a predict of shape {stored_predict['shape']} "
-                f"({stored_predict['dtype']}); this predict gives {list(out.shape)} "
-                f"({out.dtype}): resume with the run's predict")
-        moments = Moments.template(settings.num_chains, out)
-    template = (template, Counters.template(settings.num_chains), moments)
-    states, counters, moments = fill(template, [arrays[f"state/{i}"] for i in
-                                                 range(header["num_state_leaves"])], path)
-    # Same names, another body: the model's energy and gradient at the stored position.
-    stored = header["fingerprint"].get("probe")
-    if stored is None:
-        raise ckpt.CheckpointError(f"{path} has no model probe (written by an older sgmc): "
-                                   "it cannot be checked against this problem")
-    differs = ckpt.probe_mismatch(stored, ckpt.probe(
-        problem, ckpt.probe_point(states.position, header["positions"])))
-    if differs:
-        raise ckpt.CheckpointError(
-            f"{path} was written by a run of a different model: {differs}; resume with the "
-            "problem the run started with")
     # The draws: the run's stream, or the checkpoint's own stream folder (read back into
     # memory); its first `count` draws are verified against their checksums.
     template = (jax.eval_shape(jax.vmap(drawn(problem, sampler)), states)
@@ -400,23 +371,26 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
         folder, sink = None, MemorySink(0)
     elif settings.stream_to:
         folder = settings.stream_to
-        sink = DiskSink(folder, total, count, template)
+        sink = DiskSink(folder, total, count, template, settings.run_id)
     else:
-        folder = os.path.join(os.path.dirname(os.path.abspath(path)), header["draws_folder"])
-        mirror = DiskSink(folder, total, count, template)
+        folder = draws_folder(path, header)
+        mirror = DiskSink(folder, total, count, template, settings.run_id)
         sink = MemorySink(total)
         if count:
             sink.append(*mirror.arrays())
-    if int(header["t0"]) < settings.num_steps:  # the run goes on: it writes there
+    goes_on = int(header["t0"]) < settings.num_steps
+    if goes_on:  # the run goes on: it writes there
         preflight.writable("path", path, os.path.dirname(os.path.abspath(path)))
         if folder is not None and os.path.isdir(folder):
             preflight.writable("path", path, folder)
+        check_run_memory(problem, sampler, states, settings, total)
     cursor = (states, counters, int(header["t0"]), 0)
     run = Run(problem, sampler, settings, sink, cursor, header["positions"], mesh,
               compile_time=float(header["compile_time"]),
               sampling_time=float(header["sampling_time"]), mirror=mirror,
               last_checkpoint=path, predict=predict, moments=moments, mask=mask)
-    result = execute(run, progress)
+    with claim(path if goes_on else None, run=settings.run_id, resuming=True):
+        result = execute(run, progress)
     if settings.diagnose:
         stationarity.warn_if_not_stationary(result, stacklevel=2)
     return result

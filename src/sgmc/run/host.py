@@ -22,10 +22,11 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from sgmc.errors import DataError, DivergenceError, Interrupted, StorageError
+from sgmc.errors import DataError, DivergenceError, Interrupted, RunError, StorageError
 from sgmc.io import checkpoint as ckpt
 from sgmc.io.sinks import DiskSink
 from sgmc.result import Result, pool_moments
+from sgmc.run import snapshot
 from sgmc.run.loop import drawn, run_block, run_steps
 from sgmc.run.mesh import auto_axes, put, shardings, split_data, to_host
 from sgmc.run.plan import (
@@ -95,7 +96,7 @@ class Run:
         if (mirror is None and settings.checkpoint and not settings.stream_to
                 and self.mask is not None):
             mirror = DiskSink(os.path.abspath(settings.checkpoint) + ".draws",
-                              stored_total(self.mask))
+                              stored_total(self.mask), run=settings.run_id)
         self.mirror = mirror
         self.last_checkpoint = last_checkpoint
         self.draws_per_block = settings.draws_per_block
@@ -189,6 +190,9 @@ class Run:
         meta.update(compile_time=self.compile_time, sampling_time=self.sampling_time,
                     sampler=self.sampler.name, draws_per_block=self.draws_per_block,
                     num_data=self.problem.num_data, grad_evals_total=total.tolist())
+        if self.divergence == "continue":  # minimize: which chains went non-finite, and when
+            bad = to_host(counters.bad_step)
+            meta["diverged_step"] = np.where(bad >= 0, bad + 1, -1).tolist()
         moments = self.cursor.moments
         predictive = None if moments is None else pool_moments(
             *(to_host(x) for x in (moments.count, moments.mean, moments.m2)))
@@ -219,19 +223,9 @@ class Run:
                     samples, info, steps = self.sink.arrays()
                     mirror.append(jax.tree.map(lambda x: x[:, a:count], samples),
                                   {k: v[:, a:count] for k, v in info.items()}, steps[a:count])
-            settings = {k: v for k, v in self.settings._asdict().items() if k != "checkpoint"}
             folder = None if mirror is None else os.path.relpath(
                 mirror.folder, os.path.dirname(os.path.abspath(path)))
-            header = {"settings": settings, "positions": self.position_spec, "t0": t0,
-                      "kept": count, "draws_folder": folder,
-                      "predict": None if moments is None else {
-                          "shape": list(moments.mean.shape[1:]),
-                          "dtype": str(moments.mean.dtype)},
-                      "num_state_leaves": len(leaves), "compile_time": self.compile_time,
-                      "sampling_time": self.sampling_time,
-                      "fingerprint": dict(ckpt.fingerprint(*self.given), probe=ckpt.probe(
-                          self.given[0], ckpt.probe_point(states.position,
-                                                          self.position_spec)))}
+            header = snapshot.header(self, states, t0, count, folder, moments, len(leaves))
             ckpt.write(path, header, arrays)
         except OSError as err:
             raise self.storage_error(err) from err
@@ -245,10 +239,11 @@ class Run:
         except OSError as err:
             raise self.storage_error(err) from err
 
-    def data_error(self, err: Exception) -> DataError:
-        """The error for streamed data that failed their checks: the draws kept so far."""
+    def failed(self, error: type, cause: Exception) -> Exception:
+        """The ``error`` (DataError: streamed data failed their checks; RunError: a block
+        failed at run time) with the draws kept so far and the last checkpoint."""
         self.sink.truncate(self.kept())
-        return DataError(self.cursor.step, self.result(), self.last_checkpoint, err)
+        return error(self.cursor.step, self.result(), self.last_checkpoint, cause)
 
     def storage_error(self, err: OSError) -> StorageError:
         """The error for a failed write: the draws kept so far (as the sink counts them, up
@@ -317,7 +312,7 @@ def execute(run: Run, progress: bool | None) -> Result:
                 try:
                     data = upcoming.result()
                 except ValueError as err:  # a piece of the stream failed its checks
-                    raise run.data_error(err) from err
+                    raise run.failed(DataError, err) from err
                 if i + 1 < len(run.plan):
                     upcoming = pool.submit(buffer, i + 1)
             t_block = time.perf_counter()
@@ -339,9 +334,9 @@ def execute(run: Run, progress: bool | None) -> Result:
                 # Streamed rows read for a full pass by a host callback of the program
                 # failed their checks: the caller sees JAX's error; raise the stream's.
                 failure = stream.take_failure() if stream is not None else None
-                if failure is None:
-                    raise
-                raise run.data_error(failure) from err
+                if failure is None:  # another failure (a predict's callback, memory)
+                    raise run.failed(RunError, err) from err
+                raise run.failed(DataError, failure) from err
             if host is not None:  # sliced on the host: an eager device slice costs more
                 run.store(run.sink.append, *host, t0 + steps * (kept + 1))
             run.cursor = Cursor(*run.place(states, counters), t0 + n_draws * steps, i + 1,
@@ -393,9 +388,6 @@ def execute(run: Run, progress: bool | None) -> Result:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
     result = run.result()
-    if run.divergence == "continue":  # minimize: which chains went non-finite, and when
-        bad = to_host(run.cursor.counters.bad_step)
-        result.meta["diverged_step"] = np.where(bad >= 0, bad + 1, -1).tolist()
     run.store(run.sink.close, result.meta)
     if run.mirror is not None and run.mirror.count == run.sink.count:
         run.store(run.mirror.close, result.meta)  # PATH.draws is then a saved result too

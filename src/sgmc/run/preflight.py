@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 from functools import partial
 from typing import Any
 
@@ -31,12 +32,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgmc import _validate as check
+from sgmc.errors import SamplingWarning
 from sgmc.model.oracle import Problem
 from sgmc.run.loop import MAX_CHUNK, drawn
+from sgmc.run.plan import keep_mask
 from sgmc.schedules import Schedule
 
-__all__ = ["MAX_STEPS", "ROWS", "SCHEDULE_POINTS", "check_model", "check_schedules",
-           "num_steps", "predict_output", "preflight", "storage", "writable"]
+__all__ = ["MAX_STEPS", "ROWS", "SCHEDULE_POINTS", "check_kept", "check_model",
+           "check_schedules", "num_steps", "predict_output", "preflight", "storage", "writable"]
 
 PyTree = Any
 
@@ -101,11 +104,22 @@ def _distinct(positions: PyTree) -> tuple[PyTree, np.ndarray]:
     return positions, np.arange(leaves[0].shape[0])
 
 
-def check_model(problem: Problem, positions: PyTree, name: str = "init") -> None:
+def check_model(problem: Problem, positions: PyTree, name: str = "init",
+                hint: str = "") -> None:
     """Raise ValueError if the energy or its gradient is NaN or inf at a chain's initial
     point (``positions`` stacked on a leading chain axis) on the first :data:`ROWS` rows of
     the data (the device's rows: a stream's first buffer); the message names the chain, the
-    term (exact or data: a posterior's ``logprior`` or ``loglik``) and the rows."""
+    term (exact or data: a posterior's ``logprior`` or ``loglik``) and the rows, and ends
+    with ``hint`` (how the starts were made, when not by the user alone)."""
+    try:
+        _check_model(problem, positions, name)
+    except ValueError as err:
+        if not hint:
+            raise
+        raise ValueError(f"{err}. {hint}") from None
+
+
+def _check_model(problem: Problem, positions: PyTree, name: str) -> None:
     points, chains = _distinct(positions)
     rows = min(problem.data_rows, ROWS) if problem.has_data else 0
     kinds = jax.device_get(_kinds_at(problem, points, rows))
@@ -195,12 +209,41 @@ def check_schedules(kernel: Any, steps: int) -> None:
                              f"the run{sampled}")
 
 
-def preflight(problem: Problem, kernel: Any, positions: PyTree, steps: int) -> None:
+def preflight(problem: Problem, kernel: Any, positions: PyTree, steps: int,
+              init_spread: float = 0.0) -> None:
     """Before compiling a run: the model at every chain's initial point
-    (:func:`check_model`) and the kernel's schedules on the run's steps
-    (:func:`check_schedules`)."""
+    (:func:`check_model`; with ``init_spread`` > 0 its message blames the spread starts)
+    and the kernel's schedules on the run's steps (:func:`check_schedules`)."""
     check_schedules(kernel, steps)
-    check_model(problem, positions)
+    hint = "" if not init_spread else (
+        f"The chains start at init + init_spread·ξ, ξ ~ N(0, I), on the sampled "
+        f"(unconstrained) scale, with init_spread={init_spread:g}: a smaller init_spread "
+        "keeps every start where the model is finite")
+    check_model(problem, positions, hint=hint)
+
+
+def check_kept(kernel: Any, settings: Any) -> None:
+    """Refuse a run of which the kernel keeps no draw (``keeps(t)`` false at every draw
+    after burn-in: a cyclical schedule's exploration stages), and warn
+    (:class:`sgmc.SamplingWarning`) when the kernel's schedules were built for another
+    number of steps (``kernel.run_length``), with the draws it keeps."""
+    kept = int(np.count_nonzero(keep_mask(kernel.keeps, settings.burn_in,
+                                          settings.num_draws, settings.thin)))
+    length, steps = kernel.run_length, settings.num_steps
+    built = ("" if length is None or length == steps else
+             f"{kernel.name} was built for a run of {length:,} steps and this run has "
+             f"num_steps={steps:,}: ")
+    if kept == 0 and settings.num_draws:
+        raise ValueError(
+            f"{built}{kernel.name} keeps none of the run's {settings.num_draws:,} draws "
+            f"(burn_in={settings.burn_in}, thin={settings.thin}): its keeps(t) refuses every "
+            "one of them (a cyclical schedule's exploration stages); "
+            + ("pass the same num_steps to the sampler and to sample" if built else
+               "run longer, or with a shorter burn-in"))
+    if built:
+        warnings.warn(f"{built}its schedule does not fit the run, which keeps {kept:,} of "
+                      f"its {settings.num_draws:,} draws after burn-in; pass the same "
+                      "num_steps to the sampler and to sample", SamplingWarning, stacklevel=3)
 
 
 def storage(checkpoint, checkpoint_every, stream_to):

@@ -161,9 +161,8 @@ class ReplicaExchange:
                                   "swap_attempts": "sum", "energy_variance": "last",
                                   "replica_labels": "last"})
 
-    @property
-    def batch_size(self) -> int | None:
-        return self.sampler.batch_size
+    batch_size = property(lambda self: self.sampler.batch_size)
+    run_length = property(lambda self: self.sampler.run_length)  # a cyclical base's K
 
     def meta(self) -> dict:
         return {"output": self.output}
