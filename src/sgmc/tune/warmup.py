@@ -69,7 +69,7 @@ from jax.flatten_util import ravel_pytree
 from sgmc import _validate as check_arg
 from sgmc.contracts import missing_text
 from sgmc.contracts.tunable import TUNABLE_MEMBERS, Tunable
-from sgmc.errors import SamplingWarning
+from sgmc.errors import SamplingWarning, WarmupInterrupted
 from sgmc.kernels import preconditioners as precond
 from sgmc.model.oracle import Problem, require_problem
 from sgmc.pytree import replace
@@ -161,6 +161,27 @@ def _scaled_se(model, used: float) -> float:
     return model.se * used / total if total > 0 else model.se
 
 
+def _interrupted(problem, at: dict, passes: dict) -> WarmupInterrupted:
+    """Ctrl-C in a stage: what the warm-up holds (``at``), and how to go on from it."""
+    z = at["mode"]
+    held = [text for k, text in (("mode", "the mode (.mode, on the model's scale)"),
+                                 ("preconditioner", "the preconditioner (.preconditioner)"),
+                                 ("curvature", "its whitened curvature (.curvature)"))
+            if at[k] is not None]
+    held = " and ".join([", ".join(held[:-1]), held[-1]] if len(held) > 1 else held)
+    head = (f"warmup interrupted in its {at['stage']} stage after "
+            f"{sum(passes.values()):.3g} data passes")
+    if z is None:
+        return WarmupInterrupted(at["stage"], passes=passes, message=(
+            f"{head}; the mode search had not finished and nothing is kept: sgmc.warmup "
+            "starts over (a smaller optimizer_steps shortens its mode search)"))
+    return WarmupInterrupted(at["stage"], problem.constrain(z), at["curvature"],
+                             at["preconditioner"], passes, message=(
+        f"{head}; it holds {held}. sgmc.warmup(problem, sampler, err.mode, "
+        "optimizer_steps=1, learning_rate=1e-6), err being this error, starts from that "
+        "mode without searching again (one negligible Adam step) and redoes the later stages"))
+
+
 def _fraction(name: str, value: float) -> float:
     value = check_arg.real(name, value, lo=0.0, hi=1.0)
     if not 0.0 < value < 1.0:
@@ -221,6 +242,11 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
 
     Returns:
         ``(tuned, start)`` (a :class:`Warmup`; ``.report`` is a :class:`WarmupReport`).
+
+    Raises:
+        sgmc.WarmupInterrupted: on Ctrl-C (a KeyboardInterrupt), in any stage; it carries the
+            stage, the mode once found, the preconditioner and whitened curvature once
+            measured, and the data passes spent; its message says how to start from the mode.
     """
     t0 = time.perf_counter()
     require_problem(problem)
@@ -271,126 +297,136 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
                 "sgmc.sghmc(batch_size=100)) for a step tuned with the preconditioner, or "
                 "pass preconditioner='identity' to keep your step as it is")
         preconditioner = "identity"
-    # check_support takes per-chain points (a leading chain axis), as sample() passes them
-    problem.check_support(jax.tree.map(lambda x: jnp.asarray(x)[None], init))
-    z0 = jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), problem.unconstrain(init))
-    _ready(base).check(problem, z0, 1)  # batch size, estimator: all but the unset values
-    d = ravel_pytree(z0)[0].size
-    keys = jax.random.split(jax.random.key(seed), 6)
     passes = {"mode": 0.0, "curvature": 0.0, "noise": 0.0}
+    at = {"stage": "mode", "mode": None, "curvature": None, "preconditioner": None}
+    try:
+        # check_support takes per-chain points (a leading chain axis), as sample() passes them
+        problem.check_support(jax.tree.map(lambda x: jnp.asarray(x)[None], init))
+        z0 = jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), problem.unconstrain(init))
+        _ready(base).check(problem, z0, 1)  # batch size, estimator: all but the unset values
+        d = ravel_pytree(z0)[0].size
+        keys = jax.random.split(jax.random.key(seed), 6)
 
-    # 1. Mode: Adam, then Newton for small d.
-    b = base.batch_size if problem.has_data else None
-    n_rows = problem.data_rows if problem.has_data else 1
-    per_epoch = 1 if b is None else max(1, -(-n_rows // b))
-    steps = optimizer_steps if optimizer_steps is not None else max(500, 20 * per_epoch)
-    steps = check_arg.integer("optimizer_steps", steps, lo=1)
-    z = adam_mode(problem, z0, b, steps, lr, keys[0])
-    passes["mode"] += steps * (1.0 if b is None else b / n_rows)
-    small = d <= dense_max
-    hess = None
-    if small:
-        z, hess = newton_mode(problem, z, newton_steps, passes)
-    if not all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(z)):
-        raise FloatingPointError("warmup's mode search diverged (non-finite position): lower "
-                                 "learning_rate, or start closer to the posterior's bulk")
-    energy = float(problem.full_energy(z))
-    passes["mode"] += 1.0
+        # 1. Mode: Adam, then Newton for small d.
+        b = base.batch_size if problem.has_data else None
+        n_rows = problem.data_rows if problem.has_data else 1
+        per_epoch = 1 if b is None else max(1, -(-n_rows // b))
+        steps = optimizer_steps if optimizer_steps is not None else max(500, 20 * per_epoch)
+        steps = check_arg.integer("optimizer_steps", steps, lo=1)
+        z = adam_mode(problem, z0, b, steps, lr, keys[0])
+        passes["mode"] += steps * (1.0 if b is None else b / n_rows)
+        small = d <= dense_max
+        hess = None
+        if small:
+            z, hess = newton_mode(problem, z, newton_steps, passes)
+        if not all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(z)):
+            raise FloatingPointError("warmup's mode search diverged (non-finite position): lower "
+                                     "learning_rate, or start closer to the posterior's bulk")
+        energy = float(problem.full_energy(z))
+        passes["mode"] += 1.0
+        at.update(stage="curvature", mode=z)
 
-    # 2. Preconditioner.
-    kind = preconditioner
-    if own.kind != "identity":
-        pre, kind = own, own.kind
-    else:
-        if kind == "auto":
-            kind = "dense" if small else "low_rank"
-        if kind == "dense" and not small:
-            raise ValueError(f"preconditioner='dense' needs d ≤ dense_max = {dense_max} "
-                             f"(d = {d}); use 'low_rank' or 'diagonal'")
-        if base.dynamics.metric == "adaptive":  # its own (pSGLD): size the step for it
-            pre, kind = adaptive_metric(problem, base, z, noise_replicates, keys[1],
-                                        passes), "psgld"
+        # 2. Preconditioner.
+        kind = preconditioner
+        if own.kind != "identity":
+            pre, kind = own, own.kind
         else:
-            pre = preconditioner_for(kind, problem, z, hess, rank, hutchinson_probes,
-                                     lanczos_iters, seed, passes)
-    raw = ((float(np.linalg.eigvalsh(hess)[0]), float(np.linalg.eigvalsh(hess)[-1]))
-           if hess is not None else (math.nan, math.nan))
-    dyn_kind = base.dynamics.rule_family
+            if kind == "auto":
+                kind = "dense" if small else "low_rank"
+            if kind == "dense" and not small:
+                raise ValueError(f"preconditioner='dense' needs d ≤ dense_max = {dense_max} "
+                                 f"(d = {d}); use 'low_rank' or 'diagonal'")
+            if base.dynamics.metric == "adaptive":  # its own (pSGLD): size the step for it
+                pre, kind = adaptive_metric(problem, base, z, noise_replicates, keys[1],
+                                            passes), "psgld"
+            else:
+                pre = preconditioner_for(kind, problem, z, hess, rank, hutchinson_probes,
+                                         lanczos_iters, seed, passes)
+        at["preconditioner"] = pre
+        raw = ((float(np.linalg.eigvalsh(hess)[0]), float(np.linalg.eigvalsh(hess)[-1]))
+               if hess is not None else (math.nan, math.nan))
+        dyn_kind = base.dynamics.rule_family
 
-    def tune(pre):
-        lam = whitened_extremes(problem, z, pre, hess, lanczos_iters, seed, passes)
-        if lam[0] <= 0.0:
-            warnings.warn(f"warmup: the whitened Hessian at the point found has λ_min = "
-                          f"{lam[0]:.3g} ≤ 0 (not a strict mode: a saddle, a flat direction, "
-                          "or a non-log-concave target); the step-size rule uses "
-                          "1e-3 λ_max in its place", UserWarning, stacklevel=3)
-        # A non-positive λ_min is replaced by 1e-3 λ_max (the warning above); a positive one
-        # is kept (an isotropic sampler on a badly conditioned target needs its friction).
-        lam = (lam[0] if lam[0] > 0.0 else 1e-3 * lam[1], lam[1])
-        model = noise.for_sampler(problem, base, z, pre, laplace, noise_points, noise_replicates,
-                             keys[2], passes)
-        fr = base.dynamics.friction
-        fr, hs, infl, used = _rules(dyn_kind, lam, model, temps, fr, budget, given)
-        if model.anchored and b is not None:  # the extrapolation, checked at the step's own
-            g = tuning.anchor_decorrelation(dyn_kind, hs[0], np.geomspace(*lam, 9), fr,
-                                            model.ages)  # anchor distance
-            if g < 0.9:
-                rows, evals = noise.measure(
-                    problem, base.estimator.noise_proxy().with_batch_size(b), b, z, pre,
-                    laplace, noise_points, noise_replicates, max(1.0 - g, 0.0), keys[2])
-                passes["noise"] += evals / n_rows
-                direct = noise.top_eigenvalue(rows)
-                model = dataclasses.replace(model, detail={**model.detail,
-                                                           "at step": (*direct, g)})
-                refit = noise.refit(model, direct[0], g)
-                if refit is not model:
-                    model = refit
-                    fr, hs, infl, used = _rules(dyn_kind, lam, model, temps, fr, budget,
-                                                given)
-        return lam, model, fr, hs, infl, used
+        def tune(pre, stage):
+            lam = whitened_extremes(problem, z, pre, hess, lanczos_iters, seed, passes)
+            if lam[0] <= 0.0:
+                warnings.warn(f"warmup: the whitened Hessian at the point found has λ_min = "
+                              f"{lam[0]:.3g} ≤ 0 (not a strict mode: a saddle, a flat direction, "
+                              "or a non-log-concave target); the step-size rule uses "
+                              "1e-3 λ_max in its place", UserWarning, stacklevel=3)
+            # A non-positive λ_min is replaced by 1e-3 λ_max (the warning above); a positive one
+            # is kept (an isotropic sampler on a badly conditioned target needs its friction).
+            lam = (lam[0] if lam[0] > 0.0 else 1e-3 * lam[1], lam[1])
+            at.update(stage=stage, curvature=lam)
+            model = noise.for_sampler(problem, base, z, pre, laplace, noise_points,
+                                      noise_replicates, keys[2], passes)
+            fr = base.dynamics.friction
+            fr, hs, infl, used = _rules(dyn_kind, lam, model, temps, fr, budget, given)
+            if model.anchored and b is not None:  # the extrapolation, checked at the step's own
+                g = tuning.anchor_decorrelation(dyn_kind, hs[0], np.geomspace(*lam, 9), fr,
+                                                model.ages)  # anchor distance
+                if g < 0.9:
+                    rows, evals = noise.measure(
+                        problem, base.estimator.noise_proxy().with_batch_size(b), b, z, pre,
+                        laplace, noise_points, noise_replicates, max(1.0 - g, 0.0), keys[2])
+                    passes["noise"] += evals / n_rows
+                    direct = noise.top_eigenvalue(rows)
+                    model = dataclasses.replace(model, detail={**model.detail,
+                                                               "at step": (*direct, g)})
+                    refit = noise.refit(model, direct[0], g)
+                    if refit is not model:
+                        model = refit
+                        fr, hs, infl, used = _rules(dyn_kind, lam, model, temps, fr, budget,
+                                                    given)
+            return lam, model, fr, hs, infl, used
 
-    # The Laplace approximation N(mode, H⁻¹) whose draws are the noise's points and the
-    # starts (small d; large d has no H: the preconditioner's factor stands in for H^{-1/2},
-    # shrunk until its draws' energies are a Gaussian's typical set's).
-    laplace = (precond.dense(spd_inverse(hess)[0]) if small
-               else typical_factor(problem, z, pre, keys[1], passes))
-    lam, model, fr, hs, infl, used = tune(pre)
-    tuned = _with(sampler, pre if kind != "psgld" else own, fr, hs)
+        # The Laplace approximation N(mode, H⁻¹) whose draws are the noise's points and the
+        # starts (small d; large d has no H: the preconditioner's factor stands in for H^{-1/2},
+        # shrunk until its draws' energies are a Gaussian's typical set's).
+        laplace = (precond.dense(spd_inverse(hess)[0]) if small
+                   else typical_factor(problem, z, pre, keys[1], passes))
+        lam, model, fr, hs, infl, used = tune(pre, "noise")
+        tuned = _with(sampler, pre if kind != "psgld" else own, fr, hs)
 
-    # 5. Optional: P from warm-up draws, then the rules again.
-    if adapt_steps > 0 and kind != "psgld":
-        pre = adapted_preconditioner(problem, tuned, z, kind, rank, adapt_steps, seed, passes,
-                                     all_replicas=sampler.draw_replicas)
-        kind = pre.kind
-        lam, model, fr, hs, infl, used = tune(pre)
-        tuned = _with(sampler, pre, fr, hs)
+        # 5. Optional: P from warm-up draws, then the rules again.
+        if adapt_steps > 0 and kind != "psgld":
+            at["stage"] = "adapt"
+            pre = adapted_preconditioner(problem, tuned, z, kind, rank, adapt_steps, seed, passes,
+                                         all_replicas=sampler.draw_replicas)
+            kind = pre.kind
+            at.update(preconditioner=pre, curvature=None)  # λ is for the old P until retuned
+            lam, model, fr, hs, infl, used = tune(pre, "adapt")
+            tuned = _with(sampler, pre, fr, hs)
 
-    # 6. The self-check: coupled pilots at h and h/2, h halved while they disagree.
-    checks: tuple = ()
-    if check and given is None:
-        factor, checks, cost, allowed = selfcheck.check_sampler(
-            problem, tuned.tuning_base(), temps[0],
-            laplace_starts(z, laplace, check_chains, keys[4]),
-            dyn_kind, lam, fr, hs[0], check_budget, max(1000.0, 10 * sum(passes.values())),
-            small, tol, keys[5])
-        passes["check"] = cost
-        if factor != 1.0:
-            hs = [h * factor for h in hs]
-            tuned = _with(sampler, pre if kind != "psgld" else own, fr, hs, force=True)
-            fr, hs, infl, used = _rules(dyn_kind, lam, model, temps, fr, budget, hs)
-        if checks[-1].verdict != "agree":
-            warnings.warn(selfcheck.failure_message(checks, allowed, hs[0]), SamplingWarning,
-                          stacklevel=2)
+        # 6. The self-check: coupled pilots at h and h/2, h halved while they disagree.
+        checks: tuple = ()
+        if check and given is None:
+            at["stage"] = "check"
+            factor, checks, cost, allowed = selfcheck.check_sampler(
+                problem, tuned.tuning_base(), temps[0],
+                laplace_starts(z, laplace, check_chains, keys[4]),
+                dyn_kind, lam, fr, hs[0], check_budget, max(1000.0, 10 * sum(passes.values())),
+                small, tol, keys[5])
+            passes["check"] = cost
+            if factor != 1.0:
+                hs = [h * factor for h in hs]
+                tuned = _with(sampler, pre if kind != "psgld" else own, fr, hs, force=True)
+                fr, hs, infl, used = _rules(dyn_kind, lam, model, temps, fr, budget, hs)
+            if checks[-1].verdict != "agree":
+                warnings.warn(selfcheck.failure_message(checks, allowed, hs[0]), SamplingWarning,
+                              stacklevel=2)
 
-    period = None
-    if problem.has_data:
-        period = tuned.tuning_base().estimator.period_for(problem)
+        period = None
+        if problem.has_data:
+            period = tuned.tuning_base().estimator.period_for(problem)
 
-    # The start: the mode, or per-chain Laplace draws around it.
-    if num_chains is None:
-        start = problem.constrain(z)
-    else:
-        start = jax.vmap(problem.constrain)(laplace_starts(z, laplace, num_chains, keys[3]))
+        # The start: the mode, or per-chain Laplace draws around it.
+        if num_chains is None:
+            start = problem.constrain(z)
+        else:
+            start = jax.vmap(problem.constrain)(laplace_starts(z, laplace, num_chains, keys[3]))
+    except KeyboardInterrupt:  # Ctrl-C, or sgmc.Interrupted from stage 5's or the check's runs
+        raise _interrupted(problem, at, passes) from None
     report = WarmupReport(passes=dict(passes), seconds=time.perf_counter() - t0,
                           preconditioner=kind, curvature=lam, raw_curvature=raw,
                           noise=float(used[0]), step_sizes=tuple(hs),
