@@ -7,9 +7,10 @@ exchange rule (:func:`sgmc.kernels.coupling.greedy_rule`) — the same mechanism
 Langevin, with a different rule. The baselines are one ``sgmc.sgld`` chain at temperature 0
 (GD/SGD) or γ (LD/SGLD).
 
-:func:`minimize` runs ``num_replications`` independent replications with ``vmap`` inside one
-compiled ``lax.scan`` (no Python work per step) and records F at the output iterate X (the
-τ = 0 replica, or the single chain) every ``record_every`` steps.
+:func:`minimize` runs ``num_replications`` independent replications with ``vmap`` inside
+compiled ``lax.scan`` blocks (no Python work per step; blocks as :func:`sgmc.sample`'s, so a
+Ctrl-C is answered between them) and records F at the output iterate X (the τ = 0 replica,
+or the single chain) every ``record_every`` steps.
 
 **Box constraints** (``bounds=(lo, hi)``): after each dynamics step (and, for GD×LD, before
 the exchange test) every coordinate is mapped into [lo, hi] — by projection (clipped onto the
@@ -31,21 +32,19 @@ from jax.sharding import Mesh
 
 from sgmc import _validate as check
 from sgmc._pytree import pytree_dataclass, replace, static
+from sgmc.errors import Interrupted
 from sgmc.kernels.coupling.ladder import replica_exchange
 from sgmc.kernels.coupling.rules import GreedyRule, greedy_rule
 from sgmc.kernels.sampler import sgld
-from sgmc.model.checks import TRACER_ERRORS
-from sgmc.model.oracle import Problem
-from sgmc.model.posterior import Objective
 from sgmc.run import preflight
 from sgmc.run.api import start
 from sgmc.run.mesh import check_mesh
+from sgmc.run.optimize_inputs import INIT_AXES, as_problem, stack_init
+from sgmc.run.plan import BLOCK_SECONDS, default_block_size
 from sgmc.run.snapshot import Settings
 
 __all__ = ["Method", "OptimizeResult", "gd", "gd_x_ld", "ld", "minimize", "sgd", "sgd_x_sgld",
            "sgld_opt"]
-
-INIT_AXES = ("auto", "none", "replica", "replication", "both")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,64 +182,6 @@ class OptimizeResult:
                 + (f", diverged={bad}" if bad else "") + ")")
 
 
-def _as_problem(objective) -> Problem:
-    if isinstance(objective, Problem):
-        if not isinstance(objective, Objective):
-            raise TypeError("objective must be an sgmc.Objective or a function f(x) -> scalar, "
-                            f"got {type(objective).__name__}")
-        return objective
-    if callable(objective):
-        return Objective(objective)
-    raise TypeError("objective must be an sgmc.Objective or a function f(x) -> scalar, got "
-                    f"{type(objective).__name__}")
-
-
-def _is_point(problem, x) -> bool:
-    try:
-        problem.check_params(jnp.asarray(x))
-    except (ValueError, TypeError) as err:
-        # NumPy (or Python control flow) inside the objective fails at every shape: that
-        # message, not "init is neither a point nor a stack", names the mistake.
-        if isinstance(err.__cause__, TRACER_ERRORS):
-            raise
-        return False
-    return True
-
-
-def _stack_init(problem, init, k: int, r: int, axes: str) -> np.ndarray:
-    """init as (R, K, ...) (K > 1) or (R, ...) (K = 1)."""
-    x = np.asarray(init, np.float32) if not isinstance(init, jax.Array) else np.asarray(init)
-    if not np.issubdtype(x.dtype, np.floating):
-        x = x.astype(np.float32)
-    if not np.all(np.isfinite(x)):
-        raise ValueError("init must be finite (it contains NaN or inf)")
-    if axes == "auto":
-        if x.ndim == 0 or _is_point(problem, x):
-            axes = "none"
-        elif k > 1 and x.shape[0] == k and _is_point(problem, x[0]):
-            axes = "replica"
-        elif x.shape[0] == r and _is_point(problem, x[0]):
-            axes = "replication"
-        elif k > 1 and x.ndim >= 2 and x.shape[:2] == (r, k) and _is_point(problem, x[0, 0]):
-            axes = "both"
-        else:
-            raise ValueError(f"init of shape {x.shape} is neither a point the objective accepts "
-                             f"nor a stack of {k} (replicas) or {r} (replications) points")
-    lead = {"none": (), "replica": (k,), "replication": (r,), "both": (r, k)}[axes]
-    if k == 1 and axes in ("replica", "both"):
-        raise ValueError(f"init_axes={axes!r} needs a method with several replicas")
-    if x.shape[:len(lead)] != lead:
-        raise ValueError(f"init must have leading axes {lead} for init_axes={axes!r}, "
-                         f"got shape {x.shape}")
-    point = x[(0,) * len(lead)]
-    problem.check_params(jnp.asarray(point))
-    if axes in ("none", "replica"):
-        x = np.broadcast_to(x, (r, *x.shape))
-    if k > 1 and axes in ("none", "replication"):
-        x = np.broadcast_to(x[:, None], (r, k, *x.shape[1:]))
-    return np.ascontiguousarray(x)
-
-
 def _value_fn(problem):
     return problem.full_energy if problem.has_data else problem.exact_energy
 
@@ -344,6 +285,27 @@ def _divergence_warning(diverged_step: np.ndarray, final: np.ndarray | None) -> 
             "found before. A smaller step size usually helps.")
 
 
+def _outcome(res, steps: int, wall: float, name: str, starts: np.ndarray,
+             start_value: np.ndarray, every: int, k: int, record_path: bool) -> OptimizeResult:
+    """The OptimizeResult of the run's Result ``res`` after ``steps`` steps: the finished
+    run's, or an interrupted run's (its trace so far, which may be empty: then X is the start)."""
+    trace, path = np.asarray(res.samples["value"]), np.asarray(res.samples["x"])
+    best_v, best_x = _best(start_value, starts, trace, path)
+    reps, n = trace.shape[:2]
+    exchanges = (np.asarray(res.info["exchanges"]).sum(axis=1).astype(np.int32)
+                 if k > 1 and n else np.zeros(reps, np.int32))
+    diverged_step = np.asarray(res.meta["diverged_step"], np.int64)
+    return OptimizeResult(
+        x=path[:, -1] if n else starts, value=trace[:, -1] if n else start_value,
+        trace=trace, trace_steps=every * np.arange(1, n + 1), best_x=best_x,
+        best_value=best_v, exchanges=exchanges,
+        replicas=np.asarray(res.final_state.position) if k > 1 else None,
+        path=path if record_path else None,
+        grad_evals=np.asarray(res.meta["grad_evals_total"]), method=name,
+        num_steps=steps, wall_time=wall, diverged=diverged_step >= 0,
+        diverged_step=diverged_step)
+
+
 def minimize(objective, method: Method, init, num_steps: int, num_replications: int = 1,
              seed: int = 0, *, bounds=None, record_every: int = 1, record_path: bool = False,
              init_axes: str = "auto", boundary: str = "clip",
@@ -384,11 +346,16 @@ def minimize(objective, method: Method, init, num_steps: int, num_replications: 
     Raises:
         ValueError, TypeError: for bad arguments (``seed`` must be in [0, 2³² − 1],
             ``num_steps`` at most :data:`sgmc.run.preflight.MAX_STEPS`).
+        sgmc.Interrupted: on Ctrl-C (a KeyboardInterrupt), once the block under way is done
+            (blocks of about 1/20 of the run, cut after the first to about a second each
+            when it took more than 2 s; a second Ctrl-C stops at once, without that block).
+            Its ``result`` is the :class:`OptimizeResult` of the steps done (``num_steps``):
+            the trace so far, and the best point among the starts and that trace.
     """
     if not isinstance(method, Method):
         raise TypeError("method must be an sgmc optimiser such as sgmc.gd_x_ld(...), got "
                         f"{type(method).__name__}")
-    problem = _as_problem(objective)
+    problem = as_problem(objective)
     steps = preflight.num_steps(num_steps)
     reps = check.integer("num_replications", num_replications, lo=1)
     seed = check.integer("seed", seed, lo=0, hi=2**32 - 1)
@@ -400,7 +367,7 @@ def minimize(objective, method: Method, init, num_steps: int, num_replications: 
     box = None if bounds is None else check.interval("bounds", bounds)
     check.choice("boundary", boundary, GreedyRule.BOUNDARIES)
     k = method.num_replicas
-    x0 = _stack_init(problem, init, k, reps, init_axes)
+    x0 = stack_init(problem, init, k, reps, init_axes)
     if box is not None and (np.any(x0 < box[0]) or np.any(x0 > box[1])):
         raise ValueError(f"init must lie inside bounds {box}")
     method = method.with_box(box, boundary)
@@ -409,28 +376,28 @@ def minimize(objective, method: Method, init, num_steps: int, num_replications: 
     kernel = _Replication(method.coupling, problem, box, boundary)
     if mesh is not None:
         check_mesh(mesh, reps, kernel, problem)
-    settings = Settings(steps, 0, every, seed, reps, "threefry", steps // every, None, None,
-                        None)
-    start_time = time.perf_counter()
-    res = start(problem, kernel, jnp.asarray(x0), settings, mesh=mesh, divergence="continue")
-    wall = time.perf_counter() - start_time
-    trace, path = np.asarray(res.samples["value"]), np.asarray(res.samples["x"])
+    # Blocks as sample's (about 1/20 of the run, then about a second each when longer), so
+    # that a Ctrl-C is answered promptly; the trace does not depend on them.
+    per_block = default_block_size(steps // every, every, reps * point.dtype.itemsize
+                                   * (point.size + 1), problem, kernel.batch_size)
+    settings = Settings(steps, 0, every, seed, reps, "threefry", per_block, None, None, None,
+                        block_seconds=BLOCK_SECONDS if problem.stream is None else None)
     starts = x0[:, 0] if k > 1 else x0
     start_v = np.asarray(jax.vmap(_value_fn(problem))(jnp.asarray(starts)))
-    best_v, best_x = _best(start_v, starts, trace, path)
-    diverged_step = np.asarray(res.meta["diverged_step"], np.int64)
-    replicas = np.asarray(res.final_state.position) if k > 1 else None
-    message = _divergence_warning(diverged_step, replicas)
+    fixed = (method.name, starts, start_v, every, k, record_path)
+    start_time = time.perf_counter()
+    try:
+        res = start(problem, kernel, jnp.asarray(x0), settings, mesh=mesh,
+                    divergence="continue")
+    except Interrupted as err:
+        part = _outcome(err.result, err.step, time.perf_counter() - start_time, *fixed)
+        best = np.fmin.reduce(part.best_value)  # NaN only if every one is
+        raise Interrupted(err.step, part, None, message=(
+            f"minimize interrupted after step {err.step:,} of {steps:,}; .result holds the "
+            f"trace so far ({part.trace.shape[1]:,} points per replication) and the best "
+            f"point found (best_value {best:.6g})")) from None
+    res = _outcome(res, steps, time.perf_counter() - start_time, *fixed)
+    message = _divergence_warning(res.diverged_step, res.replicas)
     if message:
         warnings.warn(message, RuntimeWarning, stacklevel=2)
-    exchanges = (np.asarray(res.info["exchanges"]).sum(axis=1).astype(np.int32) if k > 1
-                 else np.zeros(reps, np.int32))
-    return OptimizeResult(
-        x=path[:, -1], value=trace[:, -1], trace=trace,
-        trace_steps=every * np.arange(1, steps // every + 1), best_x=best_x,
-        best_value=best_v, exchanges=exchanges,
-        replicas=replicas,
-        path=path if record_path else None,
-        grad_evals=np.asarray(res.meta["grad_evals_total"]), method=method.name,
-        num_steps=steps, wall_time=wall, diverged=diverged_step >= 0,
-        diverged_step=diverged_step)
+    return res

@@ -29,8 +29,9 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["BLOCK_BYTES", "BLOCK_SECONDS", "PRNG_IMPLS", "TARGET_BLOCKS", "Block", "block_plan",
-           "chain_keys", "default_draws_per_block", "draw_steps", "draws_after",
-           "draws_for_seconds", "keep_mask", "kept_by", "kept_in", "stored_mask", "stored_total"]
+           "chain_keys", "default_block_size", "default_draws_per_block", "draw_steps",
+           "draws_after", "draws_for_seconds", "keep_mask", "kept_by", "kept_in", "stored_mask",
+           "stored_total"]
 
 #: Upper bound on the device memory of one block's draw buffer.
 BLOCK_BYTES = 64 * 2**20
@@ -61,6 +62,19 @@ def default_draws_per_block(total_draws: int, cap: int) -> int:
     near = [d for i in range(1, math.isqrt(total_draws) + 1) if total_draws % i == 0
             for d in (i, total_draws // i) if lo <= d <= hi]
     return min(near, key=lambda d: (abs(math.log(d / target)), -d)) if near else target
+
+
+def default_block_size(total_draws: int, thin: int, bytes_per_draw: int, problem: Any,
+                       batch_size: int | None, cap: int | None = None) -> int:
+    """Draws per block when the user does not choose (``sample``, ``minimize``):
+    :func:`default_draws_per_block`, with a block's draws taking at most :data:`BLOCK_BYTES`
+    (``bytes_per_draw``: one draw of every chain), at most ``cap`` draws, and, with streamed
+    data, at most about buffer_rows / batch_size steps: a block's minibatches come from one
+    buffer of rows, which they then barely reuse (:mod:`sgmc.model.stream`)."""
+    caps = [BLOCK_BYTES // max(bytes_per_draw, 1)] + ([] if cap is None else [cap])
+    if problem.stream is not None:
+        caps.append(problem.data_rows // (batch_size or problem.data_rows) // thin)
+    return default_draws_per_block(total_draws, max(1, min(caps)))
 
 
 def block_plan(burn_in: int, num_draws: int, thin: int, trailing: int,
