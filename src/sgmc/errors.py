@@ -46,7 +46,8 @@ class Interrupted(KeyboardInterrupt):
 
     Attributes:
         step: the number of steps every chain had completed.
-        result: an :class:`sgmc.Result` with every draw kept up to ``step``.
+        result: an :class:`sgmc.Result` with every draw kept up to ``step`` (from
+            :func:`sgmc.minimize`: the :class:`sgmc.OptimizeResult` of the steps done).
         checkpoint: the path of the checkpoint written at ``step`` (when the run had
             ``checkpoint=``), from which :func:`sgmc.resume` continues; else None.
     """

@@ -37,6 +37,7 @@ class AR1:
     num_replicas = 1
     replica_stacked = ()
     positive_schedules = ()
+    run_length = None
     info_spec = MappingProxyType({"grad_evals": "total", "ones": "sum", "steps": "last"})
 
     def init(self, problem, position, key):
