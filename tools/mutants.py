@@ -1,4 +1,5 @@
-"""Mutation testing of the algorithm modules: ``make mutants`` (or ``python tools/mutants.py``).
+"""Mutation testing of the algorithm modules and of the guards that keep a run honest:
+``make mutants`` (or ``python tools/mutants.py``).
 
 Each mutant is one plausible one-line mistake in an update rule (a wrong power of τ, a
 missing factor, a gradient at the wrong point, a table never written ...), applied to a fresh
@@ -55,6 +56,10 @@ T_RULES = ("tests/tune/test_tuning.py",)
 T_PRED = ("tests/run/test_predictive.py",)
 T_NUMPYRO = ("tests/model/test_numpyro.py",)
 T_CONS = ("tests/model/test_constraints.py",)
+T_PATHS = ("tests/io/test_checkpoint_paths.py",)
+T_GUARDS = ("tests/run/test_run_guards.py",)
+T_WARMUP_INT = ("tests/tune/test_warmup_interrupt.py",)
+T_OPT_INT = ("tests/run/test_optimize_interrupt.py",)
 
 
 @dataclass(frozen=True)
@@ -457,6 +462,40 @@ MUTANTS: list[Mutant] = [
       "np.argmin(np.where(np.isnan(values), np.inf, values), axis=1)",
       "np.argmax(np.where(np.isnan(values), -np.inf, values), axis=1)",
       "best-so-far keeps the worst value", T_OPT),
+    # -- reliability guards: each one removed is a run that loses or mixes draws silently --
+    M("draws-of-another-run", "io/sinks.py", 'if header.get("run", "") != self.run:',
+      "if False:", "a checkpoint resumes into another run's draws folder", T_PATHS),
+    M("path-of-another-run", "io/lock.py", "if found and not overwrite:", "if False:",
+      "a new run takes over a path holding another run's checkpoint", T_PATHS),
+    M("lock-ignored", "io/lock.py", "if owner is not None and not self._stale(owner):",
+      "if False:", "a live run's lock is taken over", T_PATHS),
+    M("predict-probe-ignored", "io/checkpoint.py",
+      '    if stored["shape"] != found["shape"]:\n        return f"shape',
+      '    return None\n    if stored["shape"] != found["shape"]:\n        return f"shape',
+      "resume accepts another predict of the same shape", T_PATHS),
+    M("memory-unchecked", "run/memory.py", "if free is None or need <= MEMORY_WARN * free:",
+      "if True:", "kept draws that cannot fit are compiled and run", T_GUARDS),
+    M("no-draw-kept", "run/preflight.py", "if kept == 0 and settings.num_draws:", "if False:",
+      "a run that keeps none of its draws starts", T_GUARDS),
+    M("run-length-ignored", "run/preflight.py",
+      "length, steps = kernel.run_length, settings.num_steps",
+      "length, steps = None, settings.num_steps",
+      "a cyclical schedule built for another num_steps, silently", T_GUARDS),
+    M("init-spread-unnamed", "run/preflight.py", 'hint = "" if not init_spread else (',
+      'hint = "" if True else (', "a non-finite spread start blames init alone", T_GUARDS),
+    M("like-order-unchecked", "run/snapshot.py",
+      "if order != list(names) and sorted(order) == sorted(names):", "if False:",
+      "like= with reordered names fills the state in the wrong order", T_GUARDS),
+    M("run-error-bare", "run/host.py", "raise run.failed(RunError, err) from err", "raise",
+      "a block failing at run time loses the draws made", T_GUARDS),
+    M("warmup-bare-interrupt", "tune/warmup.py",
+      "raise _interrupted(problem, at, passes) from None", "raise",
+      "Ctrl-C in warmup is a bare KeyboardInterrupt", T_WARMUP_INT),
+    M("minimize-one-block", "run/optimize.py",
+      "    settings = Settings(steps, 0, every, seed, reps, \"threefry\", per_block,",
+      "    per_block = steps // every\n"
+      "    settings = Settings(steps, 0, every, seed, reps, \"threefry\", per_block,",
+      "minimize runs as one block: Ctrl-C is answered at the end", T_OPT_INT),
 ]
 
 

@@ -33,6 +33,7 @@ from sgmc.run.plan import (
     PRNG_IMPLS,
     chain_keys,
     default_block_size,
+    keep_mask,
     stored_mask,
     stored_total,
 )
@@ -205,7 +206,10 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             kept so far and, with ``checkpoint``, the run continues with :func:`sgmc.resume`.
         sgmc.StorageError: writing the draws or a checkpoint failed (a full disk, a folder
             made read-only); it carries every draw kept so far and names the last complete
-            checkpoint, from which :func:`sgmc.resume` continues. A ``checkpoint`` or
+            checkpoint, from which :func:`sgmc.resume` continues.
+        sgmc.RunError: a compiled block failed at run time (a ``predict`` whose host
+            callback raised, a device out of memory); it carries every draw kept before
+            that block and the last complete checkpoint. A ``checkpoint`` or
             ``stream_to`` folder where no file can be created is a ValueError before
             anything is compiled.
     """
@@ -277,12 +281,13 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
     states = jax.eval_shape(init_chains, problem, sampler, positions, chain_keys(settings)[0])
     if predict is not None:
         preflight.predict_output(problem, sampler, states, predict)
-    preflight.check_kept(sampler, settings)
+    kept = keep_mask(sampler.keeps, burn_in, num_draws, thin)
+    preflight.check_kept(sampler, settings, kept)
     check_run_memory(problem, sampler, states, settings,
-                               stored_total(stored_mask(sampler, settings)))
+                     stored_total(stored_mask(sampler, settings, kept)))
     with claim(checkpoint, overwrite, settings.run_id):
         result = start(problem, sampler, positions, settings, progress, mesh, spec,
-                       predict=predict)
+                       predict=predict, kept=kept)
     if diagnose:
         stationarity.warn_if_not_stationary(result, stacklevel=2)
     return result
@@ -290,11 +295,13 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
 
 def start(problem: Problem, kernel: Kernel, positions: PyTree, settings: Settings,
           progress: bool | None = False, mesh: Mesh | None = None, spec: dict | None = None,
-          divergence: str = "raise", predict: Any = None) -> Result:
+          divergence: str = "raise", predict: Any = None,
+          kept: np.ndarray | None = None) -> Result:
     """Start a run whose arguments are already validated: every chain's initial state from
     its position (stacked on a leading chain axis), then the host loop. ``minimize`` runs
     its replications through here too (``divergence="continue"``: a non-finite iterate is a
-    bad value, not an error)."""
+    bad value, not an error). ``kept``: the run's :func:`sgmc.run.plan.keep_mask`, when the
+    caller computed it already."""
     t_start = time.perf_counter()
     init_keys, _ = chain_keys(settings)
     states = init_chains(problem, kernel, positions, init_keys)
@@ -302,7 +309,7 @@ def start(problem: Problem, kernel: Kernel, positions: PyTree, settings: Setting
     counters = Counters.start(settings.num_chains, init_evals)
     moments = None if predict is None else Moments.start(
         settings.num_chains, preflight.predict_output(problem, kernel, states, predict))
-    mask = stored_mask(kernel, settings)
+    mask = stored_mask(kernel, settings, kept)
     total = stored_total(mask)
     sink = (DiskSink(settings.stream_to, total, run=settings.run_id) if settings.stream_to
             else MemorySink(total))
@@ -338,17 +345,21 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
     leaves are matched by name, shapes and dtypes come from the checkpoint).
 
     A run started with ``predict`` resumes with the same function (its moments so far are
-    in the checkpoint; a resumed run's ``Result.predictive`` is the uninterrupted run's).
+    in the checkpoint; a resumed run's ``Result.predictive`` is the uninterrupted run's):
+    the checkpoint stores its value at chain 0's draw, which ``predict`` must reproduce.
 
     Raises:
         sgmc.CheckpointError: ``path`` is not a checkpoint, holds positions that need
             ``like`` (or ``like`` does not fit them), is truncated or corrupted (the
             previous checkpoint ``PATH.prev`` is named if it is intact), or was written for
             a different problem or sampler (also a same-named model function with another
-            body: the message shows the stored and the found energy or gradient); or its
-            draws' folder, or a file in it, is missing, misshapen or altered (named).
+            body: the message shows the stored and the found energy or gradient), or with
+            another ``predict`` (its value at the checkpointed draw differs); or its draws'
+            folder, or a file in it, is missing, misshapen, altered or another run's
+            (named).
         ValueError: the run is unfinished and no file can be created next to ``path`` or in
-            its draws' folder (before anything is compiled).
+            its draws' folder, another live run holds ``path`` (``PATH.lock``), or the rest
+            of the run cannot fit in memory (before anything is compiled).
         sgmc.DivergenceError, sgmc.Interrupted, sgmc.StorageError, sgmc.DataError: as in
             :func:`sample`.
     """

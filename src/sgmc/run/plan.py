@@ -12,8 +12,8 @@ and it is *kept* when it follows burn-in and the kernel allows it:
 
     kept(j) = [t_j ≥ burn_in] ∧ kernel.keeps(t_j).
 
-The kernel's rule is evaluated on the host for the whole run (:func:`keep_mask`) before
-anything runs, so the number of kept draws, and where each block's kept draws are
+The kernel's rule is evaluated on the host for the draws after burn-in (:func:`keep_mask`)
+before anything runs, so the number of kept draws, and where each block's kept draws are
 (:func:`kept_in`), are known in advance; draws that are not kept are dropped on the host,
 as burn-in's are.
 """
@@ -110,7 +110,7 @@ def kept_by(step: int, burn_in: int, num_draws: int, thin: int,
     :func:`keep_mask`'s ``mask``, those it marks."""
     done, burn_draws = _draws_by(step, burn_in, num_draws, thin)
     if mask is not None:
-        return int(np.count_nonzero(mask[:done]))
+        return int(np.count_nonzero(mask[:max(0, done - burn_draws)]))
     return max(0, done - burn_draws)
 
 
@@ -118,24 +118,27 @@ def kept_by(step: int, burn_in: int, num_draws: int, thin: int,
 _KEEPS_CHUNK = 2**22
 
 
-def draw_steps(burn_in: int, num_draws: int, thin: int) -> np.ndarray:
-    """The 0-based step after which each draw is taken, burn-in's included:
-    t_j = burn_in mod thin + thin·(j + 1) − 1 (int64, one per draw)."""
+def draw_steps(burn_in: int, num_draws: int, thin: int, first: int = 0,
+               stop: int | None = None) -> np.ndarray:
+    """The 0-based step after which each draw j in [first, stop) is taken, burn-in's
+    included (default: all of them): t_j = burn_in mod thin + thin·(j + 1) − 1 (int64)."""
     burn_draws, head = divmod(burn_in, thin)
-    j = np.arange(burn_draws + num_draws, dtype=np.int64)
+    j = np.arange(first, burn_draws + num_draws if stop is None else stop, dtype=np.int64)
     return head + thin * (j + 1) - 1
 
 
 def keep_mask(keeps: Callable, burn_in: int, num_draws: int, thin: int) -> np.ndarray:
-    """Which draws (burn-in's included) are kept: kept(j) = [j ≥ burn_in // thin] ∧
-    keeps(t_j), with t_j from :func:`draw_steps`. ``keeps`` is a kernel's
-    :meth:`~sgmc.contracts.kernel.Kernel.keeps`, called on int32 arrays of steps (as traced in the
-    loop, so that the host and the loop agree), a few million at a time."""
+    """Which of the ``num_draws`` draws after burn-in are kept: keeps(t_j) for j ≥
+    burn_in // thin, with t_j from :func:`draw_steps` (burn-in's draws are never kept, and
+    take no memory here: a run of 2³¹ steps, nearly all burn-in, needs a mask of its few
+    draws). ``keeps`` is a kernel's :meth:`~sgmc.contracts.kernel.Kernel.keeps`, called on
+    int32 arrays of steps (as traced in the loop, so that the host and the loop agree), a
+    few million at a time."""
     burn_draws = burn_in // thin
-    steps = draw_steps(burn_in, num_draws, thin)
-    mask = np.zeros(steps.shape, bool)
-    for a in range(burn_draws, len(steps), _KEEPS_CHUNK):
-        t = steps[a:a + _KEEPS_CHUNK]
+    mask = np.zeros(num_draws, bool)
+    for a in range(0, num_draws, _KEEPS_CHUNK):
+        t = draw_steps(burn_in, num_draws, thin, burn_draws + a,
+                       burn_draws + min(a + _KEEPS_CHUNK, num_draws))
         got = np.asarray(keeps(jnp.asarray(t, jnp.int32)))
         if got.shape not in ((), t.shape):
             raise TypeError(f"keeps(t) must return one bool per step (shape {t.shape}), "
@@ -151,7 +154,8 @@ def kept_in(block: Block, t0: int, burn_in: int, thin: int,
     blocks of leftover steps (before the first draw, after the last) keep none."""
     if block.drop >= block.draws:
         return np.zeros(0, np.int64)
-    first = (t0 - burn_in % thin) // thin  # the run's index of the block's first draw
+    # The block's first draw after burn-in, as an index of the mask (which starts there).
+    first = (t0 - burn_in % thin) // thin - burn_in // thin
     local = mask[first + block.drop:first + block.draws]
     return block.drop + np.flatnonzero(local)
 
@@ -191,12 +195,15 @@ def chain_keys(settings: Any) -> tuple[jax.Array, jax.Array]:
     return pairs[:, 0], pairs[:, 1]
 
 
-def stored_mask(kernel: Any, settings: Any) -> np.ndarray | None:
-    """Which of the run's draws (burn-in's included) are stored — the kept ones
-    (:func:`sgmc.run.plan.keep_mask`; their drift statistics alone without store_draws)
-    — or None when nothing per draw is."""
+def stored_mask(kernel: Any, settings: Any, kept: np.ndarray | None = None
+                ) -> np.ndarray | None:
+    """Which of the run's draws after burn-in are stored — the kept ones
+    (:func:`sgmc.run.plan.keep_mask`, or ``kept`` when it was computed already; their
+    drift statistics alone without store_draws) — or None when nothing per draw is."""
     if not (settings.store_draws or settings.diagnose):
         return None
+    if kept is not None:
+        return kept
     return keep_mask(kernel.keeps, settings.burn_in, settings.num_draws, settings.thin)
 
 

@@ -35,7 +35,6 @@ from sgmc import _validate as check
 from sgmc.errors import SamplingWarning
 from sgmc.model.oracle import Problem
 from sgmc.run.loop import MAX_CHUNK, drawn
-from sgmc.run.plan import keep_mask
 from sgmc.schedules import Schedule
 
 __all__ = ["MAX_STEPS", "ROWS", "SCHEDULE_POINTS", "check_kept", "check_model",
@@ -222,18 +221,17 @@ def preflight(problem: Problem, kernel: Any, positions: PyTree, steps: int,
     check_model(problem, positions, hint=hint)
 
 
-def check_kept(kernel: Any, settings: Any) -> None:
-    """Refuse a run of which the kernel keeps no draw (``keeps(t)`` false at every draw
-    after burn-in: a cyclical schedule's exploration stages), and warn
+def check_kept(kernel: Any, settings: Any, kept: np.ndarray) -> None:
+    """Refuse a run of which the kernel keeps no draw (``kept``, :func:`keep_mask`, false at
+    every draw after burn-in: a cyclical schedule's exploration stages), and warn
     (:class:`sgmc.SamplingWarning`) when the kernel's schedules were built for another
     number of steps (``kernel.run_length``), with the draws it keeps."""
-    kept = int(np.count_nonzero(keep_mask(kernel.keeps, settings.burn_in,
-                                          settings.num_draws, settings.thin)))
+    count = int(np.count_nonzero(kept))
     length, steps = kernel.run_length, settings.num_steps
     built = ("" if length is None or length == steps else
              f"{kernel.name} was built for a run of {length:,} steps and this run has "
              f"num_steps={steps:,}: ")
-    if kept == 0 and settings.num_draws:
+    if count == 0 and settings.num_draws:
         raise ValueError(
             f"{built}{kernel.name} keeps none of the run's {settings.num_draws:,} draws "
             f"(burn_in={settings.burn_in}, thin={settings.thin}): its keeps(t) refuses every "
@@ -241,7 +239,7 @@ def check_kept(kernel: Any, settings: Any) -> None:
             + ("pass the same num_steps to the sampler and to sample" if built else
                "run longer, or with a shorter burn-in"))
     if built:
-        warnings.warn(f"{built}its schedule does not fit the run, which keeps {kept:,} of "
+        warnings.warn(f"{built}its schedule does not fit the run, which keeps {count:,} of "
                       f"its {settings.num_draws:,} draws after burn-in; pass the same "
                       "num_steps to the sampler and to sample", SamplingWarning, stacklevel=3)
 
