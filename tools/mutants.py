@@ -475,7 +475,7 @@ MUTANTS: list[Mutant] = [
       "resume accepts another predict of the same shape", T_PATHS),
     M("memory-unchecked", "run/memory.py", "if free is None or need <= MEMORY_WARN * free:",
       "if True:", "kept draws that cannot fit are compiled and run", T_GUARDS),
-    M("no-draw-kept", "run/preflight.py", "if kept == 0 and settings.num_draws:", "if False:",
+    M("no-draw-kept", "run/preflight.py", "if count == 0 and settings.num_draws:", "if False:",
       "a run that keeps none of its draws starts", T_GUARDS),
     M("run-length-ignored", "run/preflight.py",
       "length, steps = kernel.run_length, settings.num_steps",
