@@ -53,6 +53,7 @@ def test_a_second_run_on_a_path_is_refused_and_overwrite_binds_the_draws(tmp_pat
 
     second = _sample(path, 2, overwrite=True)
     assert not np.array_equal(second.samples, first.samples)
+    assert len({first.meta["run_id"], second.meta["run_id"]}) == 2  # two runs, two identities
     with pytest.raises(sgmc.CheckpointError, match=r"holds the draws of another run"):
         sgmc.resume(tmp_path / "old.ckpt", POST, SAMPLER)
     # The path's own checkpoint still resumes (finished: its result at once).

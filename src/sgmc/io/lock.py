@@ -162,7 +162,8 @@ def claim(checkpoint: str | None, overwrite: bool = False, run: str = "",
     (:class:`sgmc.io.lock.RunLock`: refused while another live run holds it) and, for a new
     run (not ``resuming``), the path itself: a checkpoint of another run there (``PATH``,
     ``PATH.prev``, draws in ``PATH.draws``) is refused unless ``overwrite``, which removes
-    its checkpoints (its draws folder is then rewritten by this run).
+    its checkpoints (``PATH.draws`` is rewritten by this run, unless it streams elsewhere;
+    it stays bound to the old run, whose checkpoints are gone).
 
     Raises:
         ValueError: the path is in use, or holds another run and ``overwrite`` is False.
@@ -175,7 +176,8 @@ def claim(checkpoint: str | None, overwrite: bool = False, run: str = "",
             found, about = occupant(checkpoint)
             if found and not overwrite:
                 raise ValueError(
-                    f"checkpoint={checkpoint!r} holds another run ({about or 'unreadable'}; "
+                    f"checkpoint={checkpoint!r} holds another run "
+                    f"({about or 'no readable checkpoint'}; "
                     f"{', '.join(found)}): a new run there would destroy its draws. Continue "
                     f"it with sgmc.resume({checkpoint!r}, problem, sampler), pass "
                     "overwrite=True to replace it, or choose another path")

@@ -180,6 +180,8 @@ class Run:
             meta["checkpoint"] = s.checkpoint
         if s.stream_to:
             meta["stream_to"] = s.stream_to
+        if s.run_id:  # what its checkpoints and draws folder are bound to
+            meta["run_id"] = s.run_id
         if not s.store_draws:
             meta["store_draws"] = False
         if s.init_spread:
