@@ -8,6 +8,13 @@ __all__ = ["CheckpointError", "DataError", "DivergenceError", "Interrupted", "Me
            "RunError", "SamplingWarning", "StorageError"]
 
 
+def _carry(error: BaseException, step: int, result: Any, checkpoint: str | None) -> int:
+    """Set what a stopped run's error carries (step, result, checkpoint); the draws per
+    chain in ``result``."""
+    error.step, error.result, error.checkpoint = int(step), result, checkpoint
+    return result.num_draws if result is not None else 0
+
+
 class DivergenceError(FloatingPointError):
     """A chain's state became non-finite (NaN or inf).
 
@@ -116,10 +123,7 @@ class DataError(ValueError):
 
     def __init__(self, step: int, result: Any, checkpoint: str | None,
                  cause: Exception) -> None:
-        self.step = int(step)
-        self.result = result
-        self.checkpoint = checkpoint
-        n = result.num_draws if result is not None else 0
+        n = _carry(self, step, result, checkpoint)
         super().__init__(f"{cause}; the run stopped after step {self.step} and the {n} draws "
                          "per chain kept so far are in .result")
 
@@ -171,10 +175,7 @@ class RunError(RuntimeError):
 
     def __init__(self, step: int, result: Any, checkpoint: str | None,
                  cause: Exception) -> None:
-        self.step = int(step)
-        self.result = result
-        self.checkpoint = checkpoint
-        n = result.num_draws if result is not None else 0
+        n = _carry(self, step, result, checkpoint)
         then = (f"; sgmc.resume({checkpoint!r}, problem, sampler) continues from the last "
                 "checkpoint once the cause is fixed" if checkpoint else "")
         lines = [x.strip() for x in str(cause).strip().splitlines() if x.strip()] or [""]
