@@ -36,6 +36,17 @@ class Posterior(Problem):
     ``loglik`` and ``logprior`` still take θ, ``init`` is given as θ and draws are reported
     as θ.
 
+    With ``temperature`` τ ≠ 1 the likelihood is tempered (Wenzel et al. 2020, Eq. 1, with the
+    temperature on the likelihood term only; Aitchison 2021):
+    U_τ(θ) = −log p(θ) − (1/τ) Σ_i log p(x_i | θ), so p_τ(θ | x) ∝ p(θ) p(x | θ)^{1/τ}.
+    τ < 1 ("cold") counts every datum 1/τ times, sharpening the posterior around the data;
+    τ > 1 flattens it. τ = 1 is Bayes' posterior, the only one whose model average is the
+    Bayesian predictive: a τ chosen on validation data is a modelling choice (it repairs a
+    misspecified prior or likelihood) and its price is that the draws no longer come from
+    the stated model. This is not the sampler's ``temperature`` (``sgmc.sghmc(...,
+    temperature=T)`` samples exp(−U/T), prior included); for a Gaussian prior N(0, s²) the
+    two agree when the likelihood's τ = T and the prior's variance is T s².
+
     Args:
         loglik: ``loglik(params, datum) -> scalar``, the log-likelihood of ONE datum, where
             ``datum`` is one slice of ``data`` along its leading axis. With
@@ -52,6 +63,8 @@ class Posterior(Problem):
             (``pip install "sgmc[numpyro]"``), whose transforms and Jacobians are used.
         batched: ``loglik`` takes a batch of rows and returns one value per row. A
             per-example gradient (SVRG, SAGA, EWSG) is then the gradient of a batch of one.
+        temperature: τ > 0, the likelihood's temperature (above); default 1, Bayes'
+            posterior.
     """
 
     data: PyTree
@@ -63,10 +76,11 @@ class Posterior(Problem):
     data_shards: int = static(1)
     constraints: Any = static(None)
     batched: bool = static(False)
+    temperature: float = static(1.0)
 
     def __init__(self, loglik: Callable, logprior: Callable, data: PyTree,
                  chunk_size: int = 1024, constraints: Any = None,
-                 batched: bool = False) -> None:
+                 batched: bool = False, temperature: float = 1.0) -> None:
         check.callable_("loglik", loglik)
         check.callable_("logprior", logprior)
         if not isinstance(batched, (bool, np.bool_)):
@@ -78,7 +92,9 @@ class Posterior(Problem):
                 constraints = Constraints(constraints)
         arrays, n = stream_or_data(self, data)
         chunk = check.integer("chunk_size", chunk_size, lo=1)
+        tau = check.positive("temperature", temperature)
         object.__setattr__(self, "data", arrays)
+        object.__setattr__(self, "temperature", float(tau))
         object.__setattr__(self, "loglik", loglik)
         object.__setattr__(self, "logprior", logprior)
         object.__setattr__(self, "chunk_size", min(chunk, n))
@@ -88,8 +104,9 @@ class Posterior(Problem):
 
     @property
     def data_weight(self) -> float:
-        # A streamed buffer of B rows stands for all N: each of its terms counts N/B times.
-        return self.stream.weight if self.stream is not None else 1.0
+        # A streamed buffer of B rows stands for all N: each of its terms counts N/B times;
+        # a tempered likelihood counts each datum 1/τ times.
+        return (self.stream.weight if self.stream is not None else 1.0) / self.temperature
 
     def exact_energy(self, params: PyTree) -> jax.Array:
         if self.constraints is None:
