@@ -35,6 +35,10 @@ class WarmupReport:
     #   that distance, "ages" of the anchor, "at step" (B, SE, g) at the step's own distance
     checks: tuple = ()    # the self-check's pilots (sgmc.tune.selfcheck.Check), in order
     step_given: bool = False  # the step size was the user's (kept; no self-check)
+    #: steps after which the draws were stationary in warm-up's pilots (the network guard,
+    #: :mod:`sgmc.tune.stationary`): ``sample(..., burn_in=report.burn_in)``; None when
+    #: no pilot measured it (small d: the mode is a start in the bulk)
+    burn_in: int | None = None
 
     @property
     def total_passes(self) -> float:
