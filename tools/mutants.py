@@ -59,6 +59,7 @@ T_CONS = ("tests/model/test_constraints.py",)
 T_PATHS = ("tests/io/test_checkpoint_paths.py",)
 T_GUARDS = ("tests/run/test_run_guards.py",)
 T_WARMUP_INT = ("tests/tune/test_warmup_interrupt.py",)
+T_NET = ("tests/tune/test_network_guard.py",)
 T_OPT_INT = ("tests/run/test_optimize_interrupt.py",)
 
 
@@ -489,8 +490,15 @@ MUTANTS: list[Mutant] = [
     M("run-error-bare", "run/host.py", "raise run.failed(RunError, err) from err", "raise",
       "a block failing at run time loses the draws made", T_GUARDS),
     M("warmup-bare-interrupt", "tune/warmup.py",
-      "raise _interrupted(problem, at, passes) from None", "raise",
+      "raise interrupted(problem, at, passes) from None", "raise",
       "Ctrl-C in warmup is a bare KeyboardInterrupt", T_WARMUP_INT),
+    M("guard-step-past-edge", "tune/stationary.py",
+      "return h / step_size, pilots, spent, burn",
+      "return 4.0 * h / step_size, pilots, spent, burn",
+      "the network recipe's step twice past its stationary edge (a run that drifts)", T_NET),
+    M("guard-no-margin", "tune/stationary.py", "return max(h / 2.0, floor), keep * thin,",
+      "return max(h, floor), keep * thin,",
+      "the guard returns the edge step itself, whose verdict is a coin flip", T_NET),
     M("minimize-one-block", "run/optimize.py",
       "    settings = Settings(steps, 0, every, seed, reps, \"threefry\", per_block,",
       "    per_block = steps // every\n"

@@ -1,11 +1,13 @@
 """What :func:`sgmc.warmup` returns: ``(tuned, start)`` as a :class:`Warmup`, with the
-:class:`WarmupReport` of what it measured and chose."""
+:class:`WarmupReport` of what it measured and chose; and the error a Ctrl-C in it raises."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 from typing import Any
+
+from sgmc.errors import WarmupInterrupted
 
 __all__ = ["Warmup", "WarmupReport"]
 
@@ -60,6 +62,9 @@ class WarmupReport:
                  + ", ".join(f"{v:.3f}" for v in self.inflation)]
         if self.step_given:
             lines.append("  step size given by the sampler (model units): kept, not checked")
+        if self.burn_in is not None:
+            lines.append(f"  burn-in {self.burn_in} steps (stationary after them in the "
+                         "guard's pilots: sample(..., burn_in=report.burn_in))")
         if self.svrg_period is not None:
             lines.append(f"  SVRG period {self.svrg_period}")
         lines += [f"  check {c}" for c in self.checks]
@@ -76,3 +81,24 @@ class Warmup(tuple):
         out = super().__new__(cls, (tuned, start))
         out.report = report
         return out
+
+
+def interrupted(problem, at: dict, passes: dict) -> WarmupInterrupted:
+    """Ctrl-C in a stage: what the warm-up holds (``at``), and how to go on from it."""
+    z = at["mode"]
+    held = [text for k, text in (("mode", "the mode (.mode, on the model's scale)"),
+                                 ("preconditioner", "the preconditioner (.preconditioner)"),
+                                 ("curvature", "its whitened curvature (.curvature)"))
+            if at[k] is not None]
+    held = " and ".join([", ".join(held[:-1]), held[-1]] if len(held) > 1 else held)
+    head = (f"warmup interrupted in its {at['stage']} stage after "
+            f"{sum(passes.values()):.3g} data passes")
+    if z is None:
+        return WarmupInterrupted(at["stage"], passes=passes, message=(
+            f"{head}; the mode search had not finished and nothing is kept: sgmc.warmup "
+            "starts over (a smaller optimizer_steps shortens its mode search)"))
+    return WarmupInterrupted(at["stage"], problem.constrain(z), at["curvature"],
+                             at["preconditioner"], passes, message=(
+        f"{head}; it holds {held}. sgmc.warmup(problem, sampler, err.mode, "
+        "optimizer_steps=1, learning_rate=1e-6), err being this error, starts from that "
+        "mode without searching again (one negligible Adam step) and redoes the later stages"))

@@ -37,7 +37,11 @@ evaluations / N) and reported in :class:`WarmupReport`; none of its points is ke
    tuned sampler ``adapt_steps`` steps from the mode, re-estimate P from those draws
    (:func:`sgmc.kernels.preconditioners.from_draws`), then redo stage 3–4 with it. For posteriors
    that are far from Gaussian, whose covariance the mode's curvature misrepresents.
-6. **Self-check (``check=True``, the default).** The rules are exact for a Gaussian target;
+6. **Self-check (``check=True``, the default).** A network (d > ``dense_max``, with data)
+   gets :mod:`sgmc.tune.stationary`'s guard instead: the largest step, halved from the
+   integrator's limit, whose pilots from the run's starts stop drifting (``report.burn_in``:
+   the steps they needed), and its mode search runs Adam until the energy stops falling.
+   Otherwise: the rules are exact for a Gaussian target;
    elsewhere their step can bias the draws by a good part of a posterior sd. Coupled pilots
    at h and h/2 (:mod:`sgmc.tune.selfcheck`) estimate that bias and h is halved until they agree
    within ``check_tolerance`` or ``check_budget`` data passes are spent; what each pilot
@@ -69,15 +73,16 @@ from jax.flatten_util import ravel_pytree
 from sgmc import _validate as check_arg
 from sgmc.contracts import missing_text
 from sgmc.contracts.tunable import TUNABLE_MEMBERS, Tunable
-from sgmc.errors import SamplingWarning, WarmupInterrupted
+from sgmc.errors import SamplingWarning
 from sgmc.kernels import preconditioners as precond
 from sgmc.model.oracle import Problem, require_problem
 from sgmc.pytree import replace
 from sgmc.schedules import as_schedule
-from sgmc.tune import noise, selfcheck
+from sgmc.tune import noise, selfcheck, stationary
 from sgmc.tune import rules as tuning
 from sgmc.tune.laplace import (
     adam_mode,
+    adam_until_flat,
     adapted_preconditioner,
     adaptive_metric,
     laplace_starts,
@@ -87,7 +92,7 @@ from sgmc.tune.laplace import (
     typical_factor,
     whitened_extremes,
 )
-from sgmc.tune.report import Warmup, WarmupReport
+from sgmc.tune.report import Warmup, WarmupReport, interrupted
 
 __all__ = ["PRECONDITIONERS", "Warmup", "WarmupReport", "warmup"]
 
@@ -159,27 +164,6 @@ def _scaled_se(model, used: float) -> float:
     """The SE of B at the step: the independent-draw measurement's, scaled as B is."""
     total = model.base + model.linear
     return model.se * used / total if total > 0 else model.se
-
-
-def _interrupted(problem, at: dict, passes: dict) -> WarmupInterrupted:
-    """Ctrl-C in a stage: what the warm-up holds (``at``), and how to go on from it."""
-    z = at["mode"]
-    held = [text for k, text in (("mode", "the mode (.mode, on the model's scale)"),
-                                 ("preconditioner", "the preconditioner (.preconditioner)"),
-                                 ("curvature", "its whitened curvature (.curvature)"))
-            if at[k] is not None]
-    held = " and ".join([", ".join(held[:-1]), held[-1]] if len(held) > 1 else held)
-    head = (f"warmup interrupted in its {at['stage']} stage after "
-            f"{sum(passes.values()):.3g} data passes")
-    if z is None:
-        return WarmupInterrupted(at["stage"], passes=passes, message=(
-            f"{head}; the mode search had not finished and nothing is kept: sgmc.warmup "
-            "starts over (a smaller optimizer_steps shortens its mode search)"))
-    return WarmupInterrupted(at["stage"], problem.constrain(z), at["curvature"],
-                             at["preconditioner"], passes, message=(
-        f"{head}; it holds {held}. sgmc.warmup(problem, sampler, err.mode, "
-        "optimizer_steps=1, learning_rate=1e-6), err being this error, starts from that "
-        "mode without searching again (one negligible Adam step) and redoes the later stages"))
 
 
 def _fraction(name: str, value: float) -> float:
@@ -311,11 +295,15 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
         b = base.batch_size if problem.has_data else None
         n_rows = problem.data_rows if problem.has_data else 1
         per_epoch = 1 if b is None else max(1, -(-n_rows // b))
-        steps = optimizer_steps if optimizer_steps is not None else max(500, 20 * per_epoch)
-        steps = check_arg.integer("optimizer_steps", steps, lo=1)
-        z = adam_mode(problem, z0, b, steps, lr, keys[0])
-        passes["mode"] += steps * (1.0 if b is None else b / n_rows)
         small = d <= dense_max
+        if optimizer_steps is None and not small and b is not None:  # a network: to its MAP
+            z = adam_until_flat(problem, z0, b, lr, keys[0], max(500, 20 * per_epoch), 50,
+                                passes)
+        else:
+            steps = optimizer_steps if optimizer_steps is not None else max(500, 20 * per_epoch)
+            steps = check_arg.integer("optimizer_steps", steps, lo=1)
+            z = adam_mode(problem, z0, b, steps, lr, keys[0])
+            passes["mode"] += steps * (1.0 if b is None else b / n_rows)
         hess = None
         if small:
             z, hess = newton_mode(problem, z, newton_steps, passes)
@@ -399,22 +387,30 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
             tuned = _with(sampler, pre, fr, hs)
 
         # 6. The self-check: coupled pilots at h and h/2, h halved while they disagree.
-        checks: tuple = ()
+        # (a network, d > dense_max with data: the stationarity guard in its place)
+        checks, burn = (), None
         if check and given is None:
             at["stage"] = "check"
-            factor, checks, cost, allowed = selfcheck.check_sampler(
-                problem, tuned.tuning_base(), temps[0],
-                laplace_starts(z, laplace, check_chains, keys[4]),
-                dyn_kind, lam, fr, hs[0], check_budget, max(1000.0, 10 * sum(passes.values())),
-                small, tol, keys[5])
+            starts = laplace_starts(z, laplace, check_chains, keys[4])
+            if small or b is None:
+                factor, checks, cost, allowed = selfcheck.check_sampler(
+                    problem, tuned.tuning_base(), temps[0], starts, dyn_kind, lam, fr, hs[0],
+                    check_budget, max(1000.0, 10 * sum(passes.values())), small, tol, keys[5])
+                failed = checks[-1].verdict != "agree"
+            else:
+                factor, checks, cost, burn = stationary.guard(
+                    problem, tuned.tuning_base(), temps[0], dyn_kind, lam, fr, hs[0], budget,
+                    check_budget, starts, keys[5])
+                failed = burn is None
             passes["check"] = cost
             if factor != 1.0:
                 hs = [h * factor for h in hs]
                 tuned = _with(sampler, pre if kind != "psgld" else own, fr, hs, force=True)
                 fr, hs, infl, used = _rules(dyn_kind, lam, model, temps, fr, budget, hs)
-            if checks[-1].verdict != "agree":
-                warnings.warn(selfcheck.failure_message(checks, allowed, hs[0]), SamplingWarning,
-                              stacklevel=2)
+            if failed:
+                warnings.warn(selfcheck.failure_message(checks, allowed, hs[0]) if small or
+                              b is None else stationary.failure_message(checks, hs[0]),
+                              SamplingWarning, stacklevel=2)
 
         period = None
         if problem.has_data:
@@ -426,14 +422,15 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
         else:
             start = jax.vmap(problem.constrain)(laplace_starts(z, laplace, num_chains, keys[3]))
     except KeyboardInterrupt:  # Ctrl-C, or sgmc.Interrupted from stage 5's or the check's runs
-        raise _interrupted(problem, at, passes) from None
+        raise interrupted(problem, at, passes) from None
     report = WarmupReport(passes=dict(passes), seconds=time.perf_counter() - t0,
                           preconditioner=kind, curvature=lam, raw_curvature=raw,
                           noise=float(used[0]), step_sizes=tuple(hs),
                           friction=None if fr is None else float(fr),
                           inflation=tuple(infl), svrg_period=period, energy_at_mode=energy,
                           noise_se=_scaled_se(model, used[0]), noise_detail=dict(model.detail),
-                          checks=tuple(checks), step_given=given is not None)
+                          checks=tuple(checks), step_given=given is not None,
+                          burn_in=burn)
     if verbose:
         print(report)
     return Warmup(tuned, start, report)
