@@ -131,3 +131,20 @@ def test_the_recipe_on_digits_is_stationary():
         for c, trace in enumerate(np.asarray(res.info[stat])):
             z = stationarity.drift(trace).z
             assert abs(z) < 3.0, (stat, c, z, trace[::80])
+
+
+def test_starts_that_stay_atypical_are_reported():
+    """Dispersed starts that fit the data far worse than the mode warn (the issue: starts
+    scoring accuracy 0.11, silently): a factor 100 times too wide, one round of shrinking."""
+    from sgmc.kernels import preconditioners as precond
+    from sgmc.tune.laplace import ScaledFactor, typical_factor
+
+    post, init = _small_network()
+    passes = {"curvature": 0.0}
+    wide = ScaledFactor(precond.identity(), 100.0)
+    with pytest.warns(sgmc.SamplingWarning, match="may fit the data far worse"):
+        typical_factor(post, init, wide, jax.random.key(0), passes, rounds=1)
+    with warnings.catch_warnings():   # enough rounds: shrunk to the typical set, silently
+        warnings.simplefilter("error", sgmc.SamplingWarning)
+        out = typical_factor(post, init, wide, jax.random.key(0), passes, rounds=8)
+    assert out.s < 0.1

@@ -7,6 +7,7 @@ evaluations / N; a Hessian-vector product counts 2, an energy pass 1) to ``passe
 from __future__ import annotations
 
 import math
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -14,6 +15,7 @@ import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 
+from sgmc.errors import SamplingWarning
 from sgmc.kernels import preconditioners as precond
 from sgmc.tune import curvature
 
@@ -285,4 +287,11 @@ def typical_factor(problem, z, pre, key, passes, points: int = 8, rounds: int = 
         if rise <= d:
             break
         s *= float(np.sqrt(0.5 * d / rise))
+    else:  # still atypical after every round: the starts (and the noise points) may be junk
+        warnings.warn(f"warmup: its Laplace draws around the mode (the dispersed starts of "
+                      f"num_chains, and where the gradient noise is measured) raise the energy "
+                      f"by {rise:.4g} on average after {rounds} rounds of shrinking, more than "
+                      f"the d = {d} a Gaussian's typical set allows: the starts may fit the "
+                      "data far worse than the mode. Sample from the mode (num_chains=None) "
+                      "or check the starts' predictions", SamplingWarning, stacklevel=4)
     return pre if s == 1.0 else ScaledFactor(pre, s)
