@@ -27,6 +27,7 @@ class Experiment:
 def registry() -> dict[str, Experiment]:
     """All experiments by name (imported lazily: each pulls in its own dependencies)."""
     from sgmc.lab.experiments import (
+        bnn_uci,
         cyclical_mixture,
         ewsg_classification,
         ewsg_gaussian,
@@ -41,5 +42,5 @@ def registry() -> dict[str, Experiment]:
     exps = [*svrg_hmc.EXPERIMENTS, *ewsg_gaussian.EXPERIMENTS, *ewsg_classification.EXPERIMENTS,
             *vr_resgld_mixture.EXPERIMENTS, *vr_resghmc_classifier.EXPERIMENTS,
             *gdxld.EXPERIMENTS, *svrg_hmc_bnn.EXPERIMENTS, *warmup_comparison.EXPERIMENTS,
-            *cyclical_mixture.EXPERIMENTS]
+            *cyclical_mixture.EXPERIMENTS, *bnn_uci.EXPERIMENTS]
     return {e.name: e for e in exps}
