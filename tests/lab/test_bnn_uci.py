@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import sgmc
+import sgmc.nn
 from sgmc import datasets
 from sgmc.lab.cli import main
 from sgmc.lab.experiments import bnn_uci as B
@@ -36,17 +37,18 @@ def test_digits_split_is_stratified_standardised_and_holds_out_class_9():
     assert np.isfinite(Xva).all() and np.isfinite(data["ood"]).all()
 
 
-def test_prior_stand_in_matches_the_fan_in_gaussian():
+def test_prior_is_sgmc_nn_prior_with_its_default_constant():
+    """s² = c/fan_in on weights (c = sgmc.nn.DEFAULT_SCALE), s = 1 on biases."""
     net = MLP((5, 7, 3))
     params = net.init(jax.random.key(0))
-    got = P._StandIn(2.0, 1.0)(params)
+    c = sgmc.nn.DEFAULT_SCALE
     want = 0.0
     for layer in params["layers"]:
-        s = np.sqrt(2.0 / layer["w"].shape[0])
+        s = np.sqrt(c / layer["w"].shape[0])
         want += np.sum(-0.5 * (layer["w"] / s) ** 2 - np.log(s) - 0.5 * np.log(2 * np.pi))
         want += np.sum(-0.5 * layer["b"] ** 2 - 0.5 * np.log(2 * np.pi))
-    np.testing.assert_allclose(float(got), want, rtol=1e-5)
-    np.testing.assert_allclose(float(P.prior(scale=2.0)(params)), want, rtol=1e-5)
+    np.testing.assert_allclose(float(P.prior()(params)), want, rtol=1e-5)
+    assert f"scale={c:g}" in P.prior_source()
 
 
 def test_adam_stops_at_convergence_and_snapshots_at_the_marks():

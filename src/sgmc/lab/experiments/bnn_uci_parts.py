@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from sgmc import datasets
+from sgmc import datasets, nn
 from sgmc.metrics import classification_metrics
 
 HIDDEN = 100
@@ -43,38 +43,14 @@ class Settings:
 
 
 # -------------------------------------------------------------------------------- prior
-def prior(family: str = "gaussian", scale: float | None = None, bias_scale: float = 1.0):
-    """``sgmc.nn.prior`` (weights N(0, c/fan_in), biases N(0, bias_scale²)); a stand-in with
-    its signature (Gaussian only) where that module is not importable."""
-    try:
-        import sgmc.nn as nn
-    except ImportError:
-        return _StandIn(2.0 if scale is None else float(scale), float(bias_scale))
-    return nn.prior(family=family, scale=nn.DEFAULT_SCALE if scale is None else scale,
-                    bias_scale=bias_scale)
+def prior():
+    """``sgmc.nn.prior()``: weights N(0, c/fan_in) with c = ``sgmc.nn.DEFAULT_SCALE``,
+    biases N(0, 1)."""
+    return nn.prior(family="gaussian", scale=nn.DEFAULT_SCALE, bias_scale=1.0)
 
 
 def prior_source() -> str:
-    try:
-        import sgmc.nn as nn
-    except ImportError:
-        return "local stand-in for sgmc.nn.prior (c = 2)"
     return f"sgmc.nn.prior(family='gaussian', scale={nn.DEFAULT_SCALE:g}, bias_scale=1)"
-
-
-@dataclass(frozen=True)
-class _StandIn:
-    scale: float
-    bias_scale: float
-
-    def __call__(self, params) -> jax.Array:
-        total = 0.0
-        for leaf in jax.tree.leaves(params):
-            s = (math.sqrt(self.scale / math.prod(leaf.shape[:-1])) if leaf.ndim >= 2
-                 else self.bias_scale)
-            total = total + jnp.sum(-0.5 * (leaf / s) ** 2 - math.log(s)
-                                    - 0.5 * math.log(2 * math.pi))
-        return total
 
 
 # -------------------------------------------------------------------------------- data
