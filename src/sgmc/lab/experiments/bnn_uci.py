@@ -287,6 +287,30 @@ def table(summ: dict) -> str:
     return "\n".join(lines)
 
 
+def recipe_report(cases: list[dict]) -> str:
+    """What the warm-up chose per dataset and τ (over seeds): step sizes, burn-in, warm-up
+    passes, and how many runs warned (a guard that found no stationary step, a drift)."""
+    lines = ["the recipe's choices (over seeds): step size h, burn-in, warm-up passes, runs "
+             "that warned"]
+    groups: dict = {}
+    for c in cases:
+        for tau, b in c.get("bma", {}).items():
+            groups.setdefault((c["dataset"], tau), []).append(b)
+    for (name, tau), bs in groups.items():
+        ok = [b for b in bs if b["ok"]]
+        if not ok:
+            lines.append(f"  {name} τ = {tau}: every run failed ({bs[0].get('error')})")
+            continue
+        h = [x for b in ok for x in b["step_size"]]
+        warned = sum(any("SamplingWarning" in w for w in b["warnings"]) for b in ok)
+        lines.append(f"  {name} τ = {tau}: h {min(h):.3g}–{max(h):.3g}, burn-in "
+                     f"{sorted({b['burn_in'] for b in ok})} ("
+                     f"{'/'.join(sorted({b['burn_in_from'] for b in ok}))}), warm-up passes "
+                     f"{np.mean([b['warmup_passes'] for b in ok]):.0f}, SamplingWarning in "
+                     f"{warned}/{len(bs)} runs, failed {len(bs) - len(ok)}")
+    return "\n".join(lines)
+
+
 def figure(summ: dict, path: str) -> None:
     plt = pyplot()
     names = list(summ)
@@ -343,6 +367,7 @@ def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0, data_ro
     for name, why in skipped.items():
         print(f"skipped {name}: {why}")
     print(table(summ))
+    print(recipe_report(cases))
     judged = claims(summ, s, cases)
     lines = V.publish(V.smoke(judged, detail) if smoke else judged)
     print(f"\nrun time: {seconds:.0f} s" + (" (--quick)" if quick else ""))
