@@ -65,7 +65,7 @@ def test_warmup_runs_the_guard_for_a_network_and_reports_its_burn_in(monkeypatch
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)   # λ_min ≤ 0: expected for a network
         w = sgmc.warmup(post, sgmc.sghmc(batch_size=50, integrator="splitting"), init,
-                        num_chains=2, dense_max=8, check_chains=4)
+                        num_chains=2, dense_max=8, check_chains=4, optimizer_steps=300)
     rep = w.report
     pilots = rep.checks
     assert all(isinstance(p, stationary.Pilot) for p in pilots)
@@ -91,7 +91,8 @@ def test_warmup_warns_when_no_step_is_stationary(monkeypatch):
         warnings.simplefilter("ignore", UserWarning)
         with pytest.warns(sgmc.SamplingWarning, match="stationarity guard found no step"):
             w = sgmc.warmup(post, sgmc.sghmc(batch_size=50, integrator="splitting"), init,
-                            dense_max=8, check_chains=2, check_budget=400.0)
+                            dense_max=8, check_chains=2, check_budget=400.0,
+                            optimizer_steps=100)
     assert w.report.burn_in is None
 
 
@@ -131,6 +132,22 @@ def test_the_recipe_on_digits_is_stationary():
         for c, trace in enumerate(np.asarray(res.info[stat])):
             z = stationarity.drift(trace).z
             assert abs(z) < 3.0, (stat, c, z, trace[::80])
+
+
+def test_adam_runs_until_the_energy_stops_falling():
+    """A network's mode search: rounds of Adam until one lowers the energy by less than
+    10⁻³ nats per datum; it ends below where one round (the old fixed 500 steps) stops,
+    and before its round limit."""
+    from sgmc.tune.laplace import adam_mode, adam_until_flat
+
+    post, init = _small_network()
+    key = jax.random.key(1)
+    one = float(post.full_energy(adam_mode(post, init, 50, 500, 0.05, jax.random.fold_in(key, 0))))
+    passes = {"mode": 0.0}
+    z = adam_until_flat(post, init, 50, 0.05, key, 500, 40, passes)
+    rounds = passes["mode"] / (500 * 50 / 400 + 1.0)
+    assert float(post.full_energy(z)) < one - 1.0
+    assert 2 <= rounds < 40
 
 
 def test_starts_that_stay_atypical_are_reported():
