@@ -48,7 +48,7 @@ from sgmc.pytree import replace
 from sgmc.rng import Rng, Tape
 from sgmc.schedules import as_schedule
 
-__all__ = ["Check", "check_sampler", "coupled_pilots", "failure_message", "judge",
+__all__ = ["Check", "at_step", "check_sampler", "coupled_pilots", "failure_message", "judge",
            "self_check"]
 
 PyTree = Any
@@ -321,6 +321,13 @@ def self_check(problem, kernel_at: Callable[[float], Any], step_size: float, sta
     return h, checks, spent
 
 
+def at_step(base, temperature: float) -> Callable[[float], Any]:
+    """``h ↦`` the sampler ``base`` at step size h (a constant schedule) and ``temperature``:
+    what a pilot runs."""
+    tau = jnp.asarray(temperature, jnp.float32)
+    return lambda h: replace(base, step_size=as_schedule(h), temperature=tau)
+
+
 def check_sampler(problem, base, temperature: float, starts: PyTree, dynamics: str,
                   curvature: tuple, friction: float | None, step_size: float,
                   budget: float | None, floor: float, coordinates: bool, tol: float,
@@ -347,10 +354,7 @@ def check_sampler(problem, base, temperature: float, starts: PyTree, dynamics: s
         names = [f"θ[{i}]" for i in range(d)] + names
         tol_mean = np.concatenate([np.full(d, tol), tol_mean])
         tol_sd = np.concatenate([np.full(d, tol), tol_sd])
-    tau = jnp.asarray(temperature, jnp.float32)
-
-    def kernel_at(h):
-        return replace(base, step_size=as_schedule(h), temperature=tau)
+    kernel_at = at_step(base, temperature)
     # three steps of at most two minibatch gradients each, and the statistics' evaluations
     per_step = 6.0 * (base.batch_size or n) / n
     relax = relaxation_time(dynamics, curvature[0], friction)

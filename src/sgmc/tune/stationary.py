@@ -45,7 +45,8 @@ from scipy import stats as sps
 
 from sgmc import stationarity
 from sgmc.rng import Rng
-from sgmc.tune.selfcheck import statistics
+from sgmc.tune import rules
+from sgmc.tune.selfcheck import at_step, statistics
 
 __all__ = ["PILOT_STEPS", "Pilot", "failure_message", "guard", "pilot", "search", "verdict"]
 
@@ -177,22 +178,14 @@ def guard(problem, base, temperature: float, dynamics: str, curvature: tuple,
     docstring): from the rules' step without gradient noise, at the warm-up's ``budget``,
     down to ``step_size`` (the rules' noise-limited step). Returns (the factor on the step
     sizes, the pilots, their data passes, the burn-in or None)."""
-    from sgmc.pytree import replace
-    from sgmc.schedules import as_schedule
-    from sgmc.tune import rules
-
     top = rules.largest_step(dynamics, curvature[0], curvature[1], temperature, friction, 0.0,
                              budget)
     n = problem.data_rows if problem.has_data else 1
     chains = jax.tree.leaves(starts)[0].shape[0]
-    one = chains * PILOT_STEPS * 2.0 * (base.batch_size or n) / n  # passes, two gradients
-    tau = jnp.asarray(temperature, jnp.float32)
-
-    def kernel_at(h):
-        return replace(base, step_size=as_schedule(h), temperature=tau)
-    h, burn, pilots, spent = search(problem, kernel_at, top, step_size, starts, PILOT_STEPS,
-                                    check_budget if check_budget is not None else PILOTS * one,
-                                    key)
+    one = chains * PILOT_STEPS * 2.0 * (base.batch_size or n) / n  # ≤ 2 gradients a step
+    allowed = check_budget if check_budget is not None else PILOTS * one
+    h, burn, pilots, spent = search(problem, at_step(base, temperature), top, step_size,
+                                    starts, PILOT_STEPS, allowed, key)
     return h / step_size, pilots, spent, burn
 
 

@@ -296,7 +296,8 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
         n_rows = problem.data_rows if problem.has_data else 1
         per_epoch = 1 if b is None else max(1, -(-n_rows // b))
         small = d <= dense_max
-        if optimizer_steps is None and not small and b is not None:  # a network: to its MAP
+        network = not small and b is not None  # the mode search and the check for networks
+        if optimizer_steps is None and network:  # Adam to the MAP
             z = adam_until_flat(problem, z0, b, lr, keys[0], max(500, 20 * per_epoch), 50,
                                 passes)
         else:
@@ -392,7 +393,7 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
         if check and given is None:
             at["stage"] = "check"
             starts = laplace_starts(z, laplace, check_chains, keys[4])
-            if small or b is None:
+            if not network:
                 factor, checks, cost, allowed = selfcheck.check_sampler(
                     problem, tuned.tuning_base(), temps[0], starts, dyn_kind, lam, fr, hs[0],
                     check_budget, max(1000.0, 10 * sum(passes.values())), small, tol, keys[5])
@@ -408,8 +409,8 @@ def warmup(problem: Problem, sampler: Any, init: PyTree, *, num_chains: int | No
                 tuned = _with(sampler, pre if kind != "psgld" else own, fr, hs, force=True)
                 fr, hs, infl, used = _rules(dyn_kind, lam, model, temps, fr, budget, hs)
             if failed:
-                warnings.warn(selfcheck.failure_message(checks, allowed, hs[0]) if small or
-                              b is None else stationary.failure_message(checks, hs[0]),
+                warnings.warn(stationary.failure_message(checks, hs[0]) if network else
+                              selfcheck.failure_message(checks, allowed, hs[0]),
                               SamplingWarning, stacklevel=2)
 
         period = None
