@@ -32,20 +32,31 @@ def grad_estimate(problem, batch_size):
     return grad
 
 
-def adam_mode(problem, z0, batch_size, steps, lr, key):
-    """Adam on minibatch gradients, cosine-decayed learning rate, one compiled scan."""
-    opt = optax.adam(optax.cosine_decay_schedule(lr, steps, alpha=1e-2))
+def _adam_program(problem, batch_size, steps):
+    """One compiled program ``(z, key, peak) -> z``: Adam (optax) for ``steps`` minibatch
+    steps from z, the rate cosine-decayed 100-fold from ``peak`` (an argument, so rounds of
+    any peak share the program)."""
+    opt = optax.inject_hyperparams(optax.adam)(learning_rate=1.0)
+    schedule = optax.cosine_decay_schedule(1.0, steps, alpha=1e-2)
     grad = grad_estimate(problem, batch_size)
 
     @jax.jit
-    def run(z, key):
-        def body(carry, k):
+    def run(z, key, peak):
+        def body(carry, xs):
             z, s = carry
+            k, t = xs
+            s.hyperparams["learning_rate"] = peak * schedule(t)
             upd, s = opt.update(grad(z, k), s, z)
             return (optax.apply_updates(z, upd), s), None
-        (z, _), _ = jax.lax.scan(body, (z, opt.init(z)), jax.random.split(key, steps))
+        (z, _), _ = jax.lax.scan(body, (z, opt.init(z)),
+                                 (jax.random.split(key, steps), jnp.arange(steps)))
         return z
-    return run(z0, key)
+    return run
+
+
+def adam_mode(problem, z0, batch_size, steps, lr, key):
+    """Adam on minibatch gradients, cosine-decayed learning rate, one compiled scan."""
+    return _adam_program(problem, batch_size, steps)(z0, key, jnp.float32(lr))
 
 
 def adam_until_flat(problem, z0, batch_size, lr, key, round_steps, max_rounds, passes):
@@ -58,26 +69,12 @@ def adam_until_flat(problem, z0, batch_size, lr, key, round_steps, max_rounds, p
     ``passes["mode"]``."""
     n = max(problem.data_rows, 1)
     tol = 1e-3 * max(problem.data_weight * n, 1.0)
-    opt = optax.inject_hyperparams(optax.adam)(learning_rate=lr)
-    schedule = optax.cosine_decay_schedule(1.0, round_steps, alpha=1e-2)
-    grad = grad_estimate(problem, batch_size)
-
-    @jax.jit  # one program for every round; the round's peak rate is an argument
-    def run(z, key, peak):
-        def body(carry, xs):
-            z, s = carry
-            k, t = xs
-            s.hyperparams["learning_rate"] = peak * schedule(t)
-            upd, s = opt.update(grad(z, k), s, z)
-            return (optax.apply_updates(z, upd), s), None
-        (z, _), _ = jax.lax.scan(body, (z, opt.init(z)), (jax.random.split(key, round_steps),
-                                                           jnp.arange(round_steps)))
-        return z, problem.full_energy(z)
-
+    run = _adam_program(problem, batch_size, round_steps)  # one program for every round
+    energy = jax.jit(problem.full_energy)
     best, u = z0, math.inf
     for i in range(max_rounds):  # each round's peak half the last's: later rounds refine
-        z, new = run(best, jax.random.fold_in(key, i), jnp.float32(lr * 0.5 ** min(i, 10)))
-        new = float(new)
+        z = run(best, jax.random.fold_in(key, i), jnp.float32(lr * 0.5 ** min(i, 10)))
+        new = float(energy(z))
         passes["mode"] += round_steps * batch_size / n + 1.0
         if not new < u - tol:
             if new < u:
