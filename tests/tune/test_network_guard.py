@@ -7,6 +7,7 @@ path (``dense_max`` below its size); and the recipe on scikit-learn's digits, wh
 stationary — and must not be when the step is doubled (``tools/mutants.py``: guard-step-doubled).
 """
 
+import itertools
 import math
 import warnings
 
@@ -71,12 +72,12 @@ def test_warmup_runs_the_guard_for_a_network_and_reports_its_burn_in(monkeypatch
     assert all(isinstance(p, stationary.Pilot) for p in pilots)
     assert pilots[-1].verdict == "stationary" and rep.burn_in == pilots[-1].steps
     assert all(p.verdict in ("drifts", "diverged") for p in pilots[:-1])
-    # each pilot halves the last one's step; the step returned is the stationary pilot's
+    # each pilot halves the last one's step
     steps = [p.step_size for p in pilots]
-    assert all(math.isclose(b, a / 2, rel_tol=1e-6) for a, b in zip(steps, steps[1:]))
+    assert all(math.isclose(b, a / 2, rel_tol=1e-6) for a, b in itertools.pairwise(steps))
     # the step returned: half the stationary pilot's (one halving of margin)
     assert math.isclose(rep.step_sizes[0], steps[-1] / 2, rel_tol=1e-6)
-    assert rep.passes["check"] == pytest.approx(sum(p.passes for p in pilots), rel=0.2)
+    assert rep.passes["check"] == pytest.approx(sum(p.passes for p in pilots), rel=1e-9)
     assert "burn-in" in str(rep)
     # the starts are dispersed draws around the mode, one per chain
     assert jax.tree.leaves(w[1])[0].shape[0] == 2

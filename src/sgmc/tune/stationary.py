@@ -63,8 +63,9 @@ PILOTS = 16
 
 @dataclasses.dataclass(frozen=True)
 class Pilot:
-    """One pilot of the search: its step size, steps per chain, chains, data passes, verdict
-    ("stationary", "drifts", "diverged"), the statistic with the largest |z| and that z."""
+    """One pilot of the search: its step size, steps per chain, chains, data passes (its
+    short screening pilot's included), verdict ("stationary", "drifts", "diverged"), the
+    statistic with the largest |z| and that z."""
 
     step_size: float
     steps: int
@@ -130,8 +131,7 @@ def verdict(vals: np.ndarray, finite: np.ndarray, names: list[str]) -> tuple[str
     tests = [(f"{name} of chain {c}", stationarity.drift(half[:, c, j]).z)
              for c in range(half.shape[1]) for j, name in enumerate(names)]
     crit = float(sps.norm.ppf(1.0 - stationarity.ALPHA / (2.0 * len(tests))))
-    name, z = max(tests, key=lambda t: abs(t[1]) if math.isfinite(t[1]) or np.isinf(t[1])
-                  else -1.0)
+    name, z = max(tests, key=lambda t: -1.0 if math.isnan(t[1]) else abs(t[1]))
     return ("drifts" if abs(z) > crit else "stationary"), name, float(z)
 
 
@@ -151,17 +151,18 @@ def search(problem, kernel_at, top: float, floor: float, starts: PyTree, steps: 
     keep = -(-steps // thin)
     h, pilots, spent = max(top, floor), [], 0.0
     screen = max(1, keep // 10)  # a tenth of a pilot tells divergence: halve until finite
-    short = True
+    short, cost = True, 0.0      # cost: the passes of this step's pilots (screen included)
     for i in range(64):
         vals, finite, evals = pilot(problem, kernel_at(h), starts, screen if short else keep,
                                     thin, stats, jax.random.fold_in(k_run, i))
-        passes = (evals + chains * vals.shape[0] * 2 * rows) / n
-        spent += passes
+        passes = (evals + chains * vals.shape[0] * rows) / n  # the sampler's, the statistics'
+        spent, cost = spent + passes, cost + passes
         found, name, z = verdict(vals, finite, names)
         if short and found != "diverged":  # finite for a tenth: the full pilot at this step
             short = False
             continue
-        pilots.append(Pilot(h, vals.shape[0] * thin, chains, passes, found, name, z))
+        pilots.append(Pilot(h, vals.shape[0] * thin, chains, cost, found, name, z))
+        cost = 0.0
         if found == "stationary":  # at the edge a verdict is a coin flip: one halving of
             # margin (measured on digits: a pilot stationary at 3.6e-3 ran away in a run)
             return max(h / 2.0, floor), keep * thin, pilots, spent
