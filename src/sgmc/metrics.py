@@ -18,7 +18,8 @@ import numpy as np
 
 from sgmc import _validate as check
 
-__all__ = ["classification_metrics", "predictions", "regression_metrics", "running_average"]
+__all__ = ["classification_metrics", "predictions", "predictive_entropy", "regression_metrics",
+           "running_average"]
 
 PyTree = Any
 
@@ -43,6 +44,13 @@ def running_average(per_draw: np.ndarray) -> np.ndarray:
     x = np.asarray(per_draw, np.float64)
     counts = np.arange(1, x.shape[0] + 1).reshape((-1,) + (1,) * (x.ndim - 1))
     return np.cumsum(x, axis=0) / counts
+
+
+def predictive_entropy(probs) -> float:
+    """Mean over rows of the entropy −Σ_k p_k log p_k of (N, K) class probabilities (each
+    clipped at 10⁻¹²): labels not needed, so it scores out-of-distribution inputs too."""
+    p = np.clip(np.asarray(probs, np.float64), 1e-12, 1.0)
+    return float(np.mean(-np.sum(p * np.log(p), axis=1)))
 
 
 def classification_metrics(probs, y, num_bins: int = 15) -> dict[str, float]:
@@ -81,7 +89,7 @@ def classification_metrics(probs, y, num_bins: int = 15) -> dict[str, float]:
     return {"accuracy": float(correct.mean()),
             "log_likelihood": float(np.mean(np.log(p_true))),
             "brier": float(np.mean(np.sum((p - onehot) ** 2, axis=1))),
-            "entropy": float(np.mean(-np.sum(p * np.log(p), axis=1))),
+            "entropy": predictive_entropy(p),
             "ece": float(ece)}
 
 

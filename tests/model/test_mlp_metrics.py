@@ -79,6 +79,8 @@ def test_classification_metrics_by_hand():
     assert m["brier"] == pytest.approx(brier)
     ent = -np.sum(probs * np.log(probs), axis=1).mean()
     assert m["entropy"] == pytest.approx(ent)
+    assert metrics.predictive_entropy(probs) == pytest.approx(ent)     # no labels needed
+    assert metrics.predictive_entropy(np.full((4, 5), 0.2)) == pytest.approx(np.log(5))
     # Two bins of width 0.5: confidences 0.7 (right) and 0.5 (wrong) fall in the upper bin,
     # 0.4 (right) in the lower one.
     ece = (2 / 3) * abs(0.5 - 0.6) + (1 / 3) * abs(1.0 - 0.4)

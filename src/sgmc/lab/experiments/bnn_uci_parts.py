@@ -13,7 +13,7 @@ import numpy as np
 import optax
 
 from sgmc import datasets, nn
-from sgmc.metrics import classification_metrics
+from sgmc.metrics import classification_metrics, predictive_entropy
 
 HIDDEN = 100
 BATCH = 100
@@ -118,11 +118,6 @@ def eval_inputs(data: dict) -> tuple[np.ndarray, tuple[slice, slice, slice]]:
 
 
 # -------------------------------------------------------------------------------- metrics
-def entropy(p: np.ndarray) -> float:
-    p = np.clip(np.asarray(p, np.float64), 1e-12, 1.0)
-    return float(np.mean(-np.sum(p * np.log(p), axis=1)))
-
-
 def scores(probs: np.ndarray, data: dict, parts) -> dict:
     """Test metrics, validation log-likelihood and OOD entropy of predictions on
     :func:`eval_inputs`."""
@@ -130,7 +125,7 @@ def scores(probs: np.ndarray, data: dict, parts) -> dict:
     va, te, oo = parts
     m = classification_metrics(probs[te], data["test"][1])
     return {"accuracy": m["accuracy"], "log_likelihood": m["log_likelihood"],
-            "brier": m["brier"], "ece": m["ece"], "ood_entropy": entropy(probs[oo]),
+            "brier": m["brier"], "ece": m["ece"], "ood_entropy": predictive_entropy(probs[oo]),
             "val_log_likelihood": classification_metrics(probs[va], data["val"][1])
             ["log_likelihood"]}
 
