@@ -2,7 +2,10 @@
 
 SGLD, SGHMC, SVRG-HMC and EWSG on a Flax MLP (784-100-10) and a small CNN against an optax
 SGD loop and SGD plus one Gaussian draw per step, all in one process; the shares of SGHMC's
-step, XLA's cost analysis of one step, and the peak RSS of runs of 1e4 and 1e5 steps. What
+step, XLA's cost analysis of one step; SGLD and SGHMC keeping no, one, ten and every draw on
+MLPs of 79.5k, 1.8M and 36.8M parameters and the CNN (fewer steps on a CPU: the tables say
+how many), with the target every draw of the 1.8M model stored ≤ 1.05 × one draw; and the
+peak RSS of runs of 1e4 and 1e5 steps. What
 is timed and how: the docstring of :mod:`sgmc.lab.bench_nn`; results: benchmarks/README.md.
 
     python benchmarks/bench_nn.py [--quick] [--no-rss] [--json PATH]

@@ -66,6 +66,17 @@ def test_quick_prints_every_table(quick):
             assert evals["SGLD"] == evals["SGHMC"] == 1.0
             assert evals["EWSG"] == 2.0 and evals["SVRG-HMC"] > 2.0
             assert m["xla_cost_per_step"]["SGHMC"]["flops"] > m["xla_cost_per_step"]["SGD"]["flops"]
+        # The sizes (quick: SGHMC keeping one and every draw).
+        ((name, *_),) = bench.QUICK.nn_sizes
+        assert f"[nn] {name} (" in out
+        assert "[nn] every draw of a 2M-parameter model stored ÷ one draw" in out
+        sizes = nn["sizes"]
+        assert sizes["backend"] == jax.default_backend()
+        rows = sizes["sizes"][name]["rows"]
+        assert set(rows) == {"SGD", "SGD + noise", "SGHMC, one draw", "SGHMC, every draw"}
+        assert [rows[f"SGHMC, {k}"]["draws"] for k in ("one draw", "every draw")] == [1, 10]
+        assert rows["SGD"]["over_sgd"] == 1.0 and rows["SGD + noise"]["over_floor"] == 1.0
+        assert sizes["store_target"]["SGHMC"]["target"] == 1.05
         assert [r["num_steps"] for r in nn["rss"]] == [20, 20, 200, 200]
         assert all(r["peak_rss_mib"] > 0 and r["draws"] > 0 for r in nn["rss"])
     else:
@@ -88,6 +99,18 @@ def test_blackjax_sgld_does_the_same_work(quick):
     assert numbers["blackjax"]["checks"]["sgld_max_abs_diff_vs_sgmc"] < 1e-4
     assert numbers["blackjax"]["recompiles"] == {"SGLD": 0, "SGHMC": 0}
     assert all(v == 1.0 for k, v in numbers["blackjax"]["checks"].items() if "finite" in k)
+
+
+@pytest.mark.skipif(not HAS_FLAX, reason="flax is not installed (pip install 'sgmc[nn]')")
+def test_nn_size_plan():
+    """The nn sizes' sgmc rows: ten draws only with ≥ 20 steps; every draw capped in bytes."""
+    from sgmc.lab.bench_nn_sizes import MAX_DRAW_BYTES, size_plan
+    assert size_plan(400, 36_818_954) == {
+        "no draws": (400, 400, False), "one draw": (400, 400, True),
+        "ten draws": (400, 40, True),
+        "every draw": (MAX_DRAW_BYTES // (4 * 36_818_954), 1, True)}
+    assert size_plan(1_000, 1_796_010)["every draw"] == (1_000, 1, True)
+    assert list(size_plan(8, 100)) == ["no draws", "one draw", "every draw"]
 
 
 def test_only_names_are_checked():

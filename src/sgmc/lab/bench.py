@@ -36,8 +36,10 @@ Suites (``--only NAME``):
 ``nn``
     A neural network sampled at the speed of SGD (:mod:`sgmc.lab.bench_nn`): SGLD, SGHMC,
     SVRG-HMC and EWSG on a Flax MLP and a small CNN against an optax SGD loop and SGD plus
-    one Gaussian draw per step, the shares of SGHMC's step, XLA's cost analysis, and the
-    peak RSS of runs of 1e4 and 1e5 steps. Needs Flax (``pip install 'sgmc[nn]'``).
+    one Gaussian draw per step, the shares of SGHMC's step, XLA's cost analysis, what
+    keeping no, one, ten or every draw costs on MLPs of 79.5k, 1.8M and 36.8M parameters and
+    the CNN (:mod:`sgmc.lab.bench_nn_sizes`), and the peak RSS of runs of 1e4 and 1e5 steps.
+    Needs Flax (``pip install 'sgmc[nn]'``).
 
 The code: the suites in :mod:`sgmc.lab.bench_compare` (``blackjax``, ``torch``),
 :mod:`sgmc.lab.bench_scaling` (``scaling``, ``fullpass``) and :mod:`sgmc.lab.bench_nn`

@@ -68,6 +68,18 @@ class BenchConfig:
     nn_hidden: int = 100
     nn_channels: tuple[int, int] = (16, 32)
     nn_rss_steps: tuple[int, ...] = (10_000, 100_000)
+    # The nn suite's sizes (sgmc.lab.bench_nn_sizes): (name, MLP hidden widths — () for the
+    # CNN of nn_channels —, batch, N, steps, steps on a CPU backend), the samplers and rows
+    # (draws kept) timed on each, and the size of the storage target (every draw stored ÷
+    # one draw ≤ 1.05).
+    nn_sizes: tuple[tuple[str, tuple[int, ...], int, int, int, int], ...] = (
+        ("MLP 784-100-10", (100,), 100, 10_000, 2_000, 1_000),
+        ("MLP 784-1000-1000-10", (1_000, 1_000), 1_000, 50_000, 1_000, 20),
+        ("MLP 784-4096x3-10", (4_096,) * 3, 1_024, 50_000, 400, 4),
+        ("CNN", (), 100, 1_000, 400, 20))
+    nn_size_samplers: tuple[str, ...] = ("SGLD", "SGHMC")
+    nn_size_rows: tuple[str, ...] = ("no draws", "one draw", "ten draws", "every draw")
+    nn_store_target: str = "MLP 784-1000-1000-10"
 
 
 # N = 1e5, d = 54, b = 50: covtype-sized (the cover-type data of the SVRG-HMC and EWSG papers).
@@ -83,7 +95,10 @@ QUICK = BenchConfig(num_data=2_000, dim=8, batch_size=20, sgld_step=1e-4, sghmc_
                     scaling_batch=(20, 100), scaling_chains=(1, 4), cv_period=20,
                     nn_num_data=200, nn_batch_size=20, nn_steps=40, nn_cnn_num_data=200,
                     nn_cnn_steps=40, nn_hidden=8,
-                    nn_channels=(2, 4), nn_rss_steps=(20, 200))
+                    nn_channels=(2, 4), nn_rss_steps=(20, 200),
+                    nn_sizes=(("MLP 784-8-8-10", (8, 8), 20, 200, 10, 10),),
+                    nn_size_samplers=("SGHMC",), nn_size_rows=("one draw", "every draw"),
+                    nn_store_target="MLP 784-8-8-10")
 
 
 # --------------------------------------------------------------------------------------

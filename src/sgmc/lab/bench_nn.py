@@ -38,6 +38,11 @@ noise ≈ floor − SGD, sgmc's bookkeeping = SGHMC − floor, negative when sgm
 for many steps at once, costs less than the floor's per-step draw), and XLA's own cost
 analysis of one compiled step of each (flops, bytes accessed).
 
+Sizes (:mod:`sgmc.lab.bench_nn_sizes`): SGD, the floor, and SGLD and SGHMC keeping no draw,
+one, ten and every draw, on MLPs of 79.5k, 1.8M and 36.8M parameters and the CNN (at 400
+steps; fewer steps on a CPU backend), with the target: every draw of the 1.8M-parameter
+model stored ≤ 1.05 × one draw kept.
+
 Memory: the peak resident set size of a fresh process that runs SGHMC on the MLP for each
 number of steps in ``nn_rss_steps`` (1e4 and 1e5 in the full run), (a) keeping 100 draws
 (thin = steps / 100) and (b) keeping none (``store_draws=False``) with ``predict=`` averaging
@@ -92,18 +97,22 @@ def _flax():
     return nn, optax
 
 
-def build(model: str, num_data: int, hidden: int = 100, channels: tuple[int, int] = (16, 32),
+def build(model: str, num_data: int, hidden: int | tuple[int, ...] = 100,
+          channels: tuple[int, int] = (16, 32),
           seed: int = 0) -> tuple[sgmc.Posterior, PyTree, Callable]:
     """The posterior of ``model`` (``"mlp"`` or ``"cnn"``) on ``num_data`` MNIST-shaped
     synthetic rows: (posterior, initial parameters (Flax's initialiser), the network's
-    apply on a batch)."""
+    apply on a batch). ``hidden``: the MLP's hidden width, or widths (one per layer)."""
     nn = _flax()[0]
+    widths = (hidden,) if isinstance(hidden, int) else tuple(hidden)
 
     class MLP(nn.Module):
         @nn.compact
         def __call__(self, x):
             x = x.reshape(*x.shape[:-3], -1)
-            return nn.Dense(_CLASSES)(nn.relu(nn.Dense(hidden)(x)))
+            for width in widths:
+                x = nn.relu(nn.Dense(width)(x))
+            return nn.Dense(_CLASSES)(x)
 
     class CNN(nn.Module):
         @nn.compact
@@ -405,6 +414,8 @@ def bench_nn(cfg: BenchConfig) -> dict[str, Any]:
                 us, post, _samplers(n, b)["SGHMC"][0], init, steps, cfg.seed, thin)
         out["models"][model] = res_model
 
+    from sgmc.lab.bench_nn_sizes import bench_sizes  # it imports this module
+    out["sizes"] = bench_sizes(cfg)
     rows, out["rss"] = [], []
     for steps_rss in cfg.nn_rss_steps:
         for store in (True, False):
