@@ -23,7 +23,7 @@ from sgmc.io.lock import claim
 from sgmc.io.sinks import DiskSink, MemorySink
 from sgmc.model.oracle import Problem, require_problem
 from sgmc.result import Result
-from sgmc.run import preflight
+from sgmc.run import cache, preflight
 from sgmc.run.host import Run, execute
 from sgmc.run.loop import Counters, Moments, drawn, init_chains
 from sgmc.run.memory import check_run_memory
@@ -278,7 +278,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
                         stream_to, block_seconds, bool(store_draws), float(init_spread),
                         bool(unroll), bool(diagnose),
                         uuid.uuid4().hex if checkpoint or stream_to else "")
-    states = jax.eval_shape(init_chains, problem, sampler, positions, chain_keys(settings)[0])
+    states = _state_shapes(problem, sampler, positions, settings)
     if predict is not None:
         preflight.predict_output(problem, sampler, states, predict)
     kept = keep_mask(sampler.keeps, burn_in, num_draws, thin)
@@ -291,6 +291,18 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
     if diagnose:
         stationarity.warn_if_not_stationary(result, stacklevel=2)
     return result
+
+
+def _state_shapes(problem: Problem, sampler: Kernel, positions: PyTree,
+                  settings: Settings) -> PyTree:
+    """The chains' initial states' shapes and dtypes (``jax.eval_shape`` of
+    :func:`init_chains`, ~2 ms of tracing), remembered per problem, sampler structure and
+    shapes (:mod:`sgmc.run.cache`): the keys' values do not matter, only how many and of
+    which generator."""
+    parts = cache.signature((sampler, positions))
+    key = None if parts is None else (parts, settings.num_chains, settings.prng)
+    return cache.remember("init_states", problem, key, lambda: jax.eval_shape(
+        init_chains, problem, sampler, positions, chain_keys(settings)[0]))
 
 
 def start(problem: Problem, kernel: Kernel, positions: PyTree, settings: Settings,

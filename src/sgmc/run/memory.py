@@ -21,6 +21,7 @@ import numpy as np
 
 from sgmc.errors import MemoryWarning
 from sgmc.model.oracle import Problem
+from sgmc.run import cache
 from sgmc.run.loop import drawn
 
 __all__ = ["MEMORY_WARN", "available_memory", "check_memory", "check_run_memory"]
@@ -89,12 +90,21 @@ def check_run_memory(problem: Problem, kernel: Any, states: Any, settings: Any,
     statistics: 8 + 4 per entry, per chain); blocks hold ``draws_per_block`` of them on
     the device and twice on the host (the transfer, then the draw axis moved)."""
     chains = settings.num_chains
-    draw = _nbytes(jax.eval_shape(jax.vmap(drawn(problem, kernel)), states))
+    draw = draw_bytes(problem, kernel, states)
     stats = 4 * 3 * chains if settings.diagnose else 0
     one = (draw + chains * (8 + 4 * len(kernel.info_spec)) + 8 + stats
            if settings.store_draws else stats)
     kept = 0 if settings.stream_to else total * one
     check_memory(kept, 3 * settings.draws_per_block * one, _nbytes(states))
+
+
+def draw_bytes(problem: Problem, kernel: Any, states: Any) -> int:
+    """Bytes of one draw of every chain (on the model's scale) for the chains' ``states``:
+    traced (``eval_shape``, ~2 ms), so remembered per problem, kernel structure and shapes
+    (:mod:`sgmc.run.cache`)."""
+    return cache.remember("draw_bytes", problem, cache.signature((kernel, states)),
+                          lambda: _nbytes(jax.eval_shape(jax.vmap(drawn(problem, kernel)),
+                                                         states)))
 
 
 def check_memory(draws: int, buffers: int, state: int, where: str = "memory") -> None:

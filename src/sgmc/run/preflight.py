@@ -34,6 +34,7 @@ import numpy as np
 from sgmc import _validate as check
 from sgmc.errors import SamplingWarning
 from sgmc.model.oracle import Problem
+from sgmc.run import cache
 from sgmc.run.loop import MAX_CHUNK, drawn
 from sgmc.schedules import Schedule
 
@@ -90,6 +91,11 @@ def _kinds_at(problem: Problem, points: PyTree, rows: int) -> dict[str, jax.Arra
             out["data_grad"] = _kind(pull(jnp.ones_like(per_row))[0])
         return out
 
+    if jax.tree.leaves(points)[0].shape[0] == 1:
+        # One point (every chain starts there: the common case) needs no loop, and XLA:CPU
+        # runs a convolution's gradient 10–25× slower inside one (jax-ml/jax#12868): for a
+        # small CNN this check took 0.7 s a call in lax.map.
+        return jax.tree.map(lambda x: x[None], one(jax.tree.map(lambda x: x[0], points)))
     return jax.lax.map(one, points)
 
 
@@ -193,7 +199,7 @@ def check_schedules(kernel: Any, steps: int) -> None:
         f" (checked at {ts.size:,} evenly spaced steps of the run's {steps:,})")
     for name, schedule in schedules:
         try:
-            values = np.asarray(jax.vmap(schedule)(jnp.asarray(ts, jnp.int32)), np.float32)
+            values = np.asarray(_evaluate(schedule, jnp.asarray(ts, jnp.int32)), np.float32)
         except Exception as err:
             raise ValueError(f"the schedule {name} cannot be evaluated at steps 0 … "
                              f"{steps - 1}: {type(err).__name__}: {err}") from err
@@ -206,6 +212,24 @@ def check_schedules(kernel: Any, steps: int) -> None:
             raise ValueError(f"the schedule {name} is {values[i]:g} at step {int(ts[i])}; it "
                              f"must be finite and {need} at every step 0 … {steps - 1} of "
                              f"the run{sampled}")
+
+
+def _evaluate(schedule: Schedule, ts: jax.Array) -> jax.Array:
+    """``schedule`` at the steps ``ts``: one compiled program per schedule structure (its
+    values are arguments, so a new step size reuses it; eager, the vmap took ~0.7 ms a
+    call); eagerly for a schedule that is not a pytree of arrays, or when the compiled
+    evaluation fails (so that the error is the schedule's own)."""
+    if cache.signature(schedule) is not None:
+        try:
+            return _evaluate_jit(schedule, ts)
+        except Exception:  # evaluated again below: its own error, as before
+            pass
+    return jax.vmap(schedule)(ts)
+
+
+@jax.jit
+def _evaluate_jit(schedule: Schedule, ts: jax.Array) -> jax.Array:
+    return jax.vmap(schedule)(ts)
 
 
 def preflight(problem: Problem, kernel: Any, positions: PyTree, steps: int,

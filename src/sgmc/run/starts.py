@@ -5,7 +5,6 @@ dispersal) and whether the model convolves (``unroll=None``'s choice on a CPU)."
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import jax
@@ -15,6 +14,8 @@ import numpy as np
 from sgmc._tree import all_finite, as_float_tree
 from sgmc.model.checks import ModelShapeError, leading_size, shapes_text
 from sgmc.model.oracle import Problem
+from sgmc.model.posterior import Posterior
+from sgmc.run import cache
 
 __all__ = ["chain_positions", "has_convolution"]
 
@@ -73,9 +74,13 @@ def chain_positions(problem: Problem, init: PyTree, num_chains: int,
                          f"chains, and init holds one start per chain (stacked on its leading "
                          f"axis of num_chains={num_chains}): pass init_spread=0, or one point")
     problem.check_support(positions)
-    positions = jax.vmap(problem.unconstrain)(positions)
+    if problem.constrained or type(problem).unconstrain not in _IDENTITY:
+        positions = jax.vmap(problem.unconstrain)(positions)  # (eager: ~0.2 ms)
     return _dispersal(positions, spread, seed) if spread else positions
 
+
+#: ``unconstrain`` methods that are the identity on an unconstrained problem.
+_IDENTITY = (Problem.unconstrain, Posterior.unconstrain)
 
 #: Folded into the run's seed for the draws of ``init_spread`` (apart from the chains' keys,
 #: ``split(key(seed), num_chains)``).
@@ -117,24 +122,24 @@ def _model_positions(problem: Problem, init: PyTree, num_chains: int,
         return jax.tree.map(lambda x: jnp.broadcast_to(x, (num_chains, *x.shape)), init), True
 
     if per_chain is False:
-        problem.check_params(init, constrained=True)
+        _check_params(problem, init, constrained=True)
         return broadcast()
     if per_chain:
         if not stacked:
             shapes = ", ".join(str(tuple(x.shape)) for x in leaves)
             raise ValueError(f"init_per_chain=True needs every leaf of init to have a leading "
                              f"axis of num_chains = {num_chains}; got shapes {shapes}")
-        problem.check_params(jax.tree.map(lambda x: x[0], init), "init[c] (one chain's point)",
-                             constrained=True)
+        _check_params(problem, jax.tree.map(lambda x: x[0], init),
+                      "init[c] (one chain's point)", constrained=True)
         return init, False
     try:
-        problem.check_params(init, constrained=True)
+        _check_params(problem, init, constrained=True)
     except ValueError as single_err:
         if not stacked:
             _leading_axis_mismatch(problem, init, num_chains, single_err)
             raise
         try:
-            problem.check_params(jax.tree.map(lambda x: x[0], init), constrained=True)
+            _check_params(problem, jax.tree.map(lambda x: x[0], init), constrained=True)
         except ValueError:
             raise single_err from None
         return init, False
@@ -142,7 +147,7 @@ def _model_positions(problem: Problem, init: PyTree, num_chains: int,
     # a single chain is rare; refusing would stop every 1-d model started at zeros(1)).
     if stacked and num_chains > 1:
         try:
-            problem.check_params(jax.tree.map(lambda x: x[0], init), constrained=True)
+            _check_params(problem, jax.tree.map(lambda x: x[0], init), constrained=True)
         except (ValueError, TypeError):
             return broadcast()
         shapes = [tuple(x.shape) for x in leaves]
@@ -167,7 +172,7 @@ def _leading_axis_mismatch(problem: Problem, init: PyTree, num_chains: int,
         return
     first = jax.tree.map(lambda x: x[0], init)
     try:
-        problem.check_params(first, constrained=True)
+        _check_params(problem, first, constrained=True)
     except (ValueError, TypeError):
         return
     point = shapes_text(first)
@@ -187,29 +192,23 @@ def _leading_axis_mismatch(problem: Problem, init: PyTree, num_chains: int,
         f"init[0], {point}, as one point)") from None
 
 
-#: has_convolution's answers by (id(problem), position shapes): (weak reference, answer).
-_CONVOLVES: dict = {}
-
-
 def has_convolution(problem: Problem, position: PyTree) -> bool:
     """Whether the energy of one datum (or of the exact term) at ``position`` convolves:
     the jaxpr of its gradient holds a ``conv_general_dilated``. Remembered per problem
-    object and position shapes (tracing costs ~5 ms, a short run's whole time)."""
-    key = (id(problem), jax.tree.structure(position),
-           tuple((jnp.shape(x), jnp.result_type(x)) for x in jax.tree.leaves(position)))
-    ref, answer = _CONVOLVES.get(key, (None, None))
-    if ref is not None and ref() is problem:
-        return answer
-    try:
-        ref = weakref.ref(problem)
-    except TypeError:  # not weakly referenceable: no caching
-        ref = None
-    answer = _convolves(problem, position)
-    if ref is not None:
-        for k in [k for k, (r, _) in _CONVOLVES.items() if r() is None]:
-            del _CONVOLVES[k]  # problems gone since
-        _CONVOLVES[key] = (ref, answer)
-    return answer
+    object and position shapes (:mod:`sgmc.run.cache`: tracing costs ~5 ms, a short run's
+    whole time)."""
+    return cache.remember("convolves", problem, cache.signature(position),
+                          lambda: _convolves(problem, position))
+
+
+def _check_params(problem: Problem, params: PyTree, name: str = "init",
+                  constrained: bool = False) -> None:
+    """``problem.check_params``, whose answer depends on shapes alone (it traces the model's
+    terms: ~3 ms each call), remembered once passed (:mod:`sgmc.run.cache`); a refusal is
+    worked out, and raised, every time."""
+    key = cache.signature(params)
+    cache.remember("check_params", problem, None if key is None else (key, name, constrained),
+                   lambda: problem.check_params(params, name, constrained=constrained))
 
 
 def _convolves(problem: Problem, position: PyTree) -> bool:
