@@ -32,6 +32,7 @@ import sgmc
 from sgmc.io import checkpoint
 from sgmc.io import sinks as _sinks
 from sgmc.run import host as run_mod
+from sgmc.run import programs as programs_mod
 
 DATA = np.linspace(-1.0, 1.0, 40, dtype=np.float32).reshape(20, 2)
 # Blocks of 10 draws of one step: block k ends at step 10 (k + 1). Three chains: an init of
@@ -184,7 +185,7 @@ def test_no_space_to_reserve_is_reported_before_sampling(tmp_path, monkeypatch, 
     path = tmp_path / ("draws" if where == "stream_to" else "run.ckpt")
     folder = path if where == "stream_to" else Path(f"{path}.draws")
     monkeypatch.setattr(os, "posix_fallocate", _enospc, raising=False)
-    monkeypatch.setattr(run_mod, "_host_block", _refuse_block(run_mod._host_block))
+    monkeypatch.setattr(run_mod, "host_block", _refuse_block(run_mod.host_block))
     with pytest.raises(sgmc.StorageError, match="No space left on device") as info:
         sgmc.sample(_problem(), _sampler(), INIT, **RUN, **{where: path})
     err = info.value
@@ -194,7 +195,7 @@ def test_no_space_to_reserve_is_reported_before_sampling(tmp_path, monkeypatch, 
 
 
 def _refuse_block(host_block):
-    """A _host_block that fails if a block was sampled (the empty template passes)."""
+    """A host_block that fails if a block was sampled (the empty template passes)."""
     def guarded(buf, drop, n_draws):
         assert n_draws == 0, "a block was sampled"
         return host_block(buf, drop, n_draws)
@@ -210,8 +211,8 @@ class _NoCompile:
 
 @pytest.mark.parametrize("argument", ["checkpoint", "stream_to"])
 def test_read_only_folder_is_refused_before_compiling(read_only, monkeypatch, argument):
-    monkeypatch.setattr(run_mod, "run_block", _NoCompile())
-    monkeypatch.setattr(run_mod, "run_steps", _NoCompile())
+    monkeypatch.setattr(programs_mod, "run_block", _NoCompile())
+    monkeypatch.setattr(programs_mod, "run_steps", _NoCompile())
     target = read_only / ("run.ckpt" if argument == "checkpoint" else "draws")
     with pytest.raises(ValueError, match=rf"{argument}=.*cannot write in the folder "
                                          r".*Read-only file system"):
@@ -230,8 +231,8 @@ def _refuse_files_in(folder: Path, monkeypatch) -> None:
         return mkstemp(*args, dir=dir, **kwargs)
 
     monkeypatch.setattr(tempfile, "mkstemp", refusing)
-    monkeypatch.setattr(run_mod, "run_block", _NoCompile())
-    monkeypatch.setattr(run_mod, "run_steps", _NoCompile())
+    monkeypatch.setattr(programs_mod, "run_block", _NoCompile())
+    monkeypatch.setattr(programs_mod, "run_steps", _NoCompile())
 
 
 def test_unwritable_checkpoint_folder_is_refused_before_compiling(tmp_path, monkeypatch):
@@ -344,7 +345,7 @@ def test_draws_in_memory_are_views_of_one_buffer(monkeypatch):
 def _interrupted(tmp_path, monkeypatch, stream: bool):
     """(checkpoint, draws folder) of a run stopped by Ctrl-C after 5 blocks."""
     path, folder = tmp_path / "run.ckpt", tmp_path / "draws"
-    host_block, calls = run_mod._host_block, []
+    host_block, calls = run_mod.host_block, []
 
     def ctrl_c_at_fifth(buf, drop, n_draws):
         calls.append(n_draws)
@@ -353,7 +354,7 @@ def _interrupted(tmp_path, monkeypatch, stream: bool):
         return host_block(buf, drop, n_draws)
 
     with monkeypatch.context() as m:
-        m.setattr(run_mod, "_host_block", ctrl_c_at_fifth)
+        m.setattr(run_mod, "host_block", ctrl_c_at_fifth)
         with pytest.raises(sgmc.Interrupted):
             sgmc.sample(_problem(), _sampler(), INIT, **RUN, checkpoint=path,
                         stream_to=folder if stream else None)
@@ -420,10 +421,10 @@ def test_divergence_with_a_stream_counts_only_the_finite_draws(tmp_path):
 # -- Ctrl-C: the block in flight is kept ------------------------------------------------------
 
 def _ctrl_c_during(block: int, times: int = 1):
-    """A _host_block that delivers ``times`` SIGINTs as block ``block`` (1-based) returns:
+    """A host_block that delivers ``times`` SIGINTs as block ``block`` (1-based) returns:
     as a Ctrl-C pressed while that block's compiled call ran, which Python handles once
     the call returns."""
-    host_block, seen = run_mod._host_block, []
+    host_block, seen = run_mod.host_block, []
 
     def signalling(buf, drop, n_draws):
         if n_draws:
@@ -438,7 +439,7 @@ def _ctrl_c_during(block: int, times: int = 1):
 
 def test_ctrl_c_keeps_the_block_in_flight(full, tmp_path, monkeypatch):
     path = tmp_path / "run.ckpt"
-    monkeypatch.setattr(run_mod, "_host_block", _ctrl_c_during(3))
+    monkeypatch.setattr(run_mod, "host_block", _ctrl_c_during(3))
     with pytest.raises(sgmc.Interrupted) as info:
         sgmc.sample(_problem(), _sampler(), INIT, **RUN, checkpoint=path)
     monkeypatch.undo()
@@ -450,7 +451,7 @@ def test_ctrl_c_keeps_the_block_in_flight(full, tmp_path, monkeypatch):
 
 
 def test_a_second_ctrl_c_stops_at_once(full, monkeypatch):
-    monkeypatch.setattr(run_mod, "_host_block", _ctrl_c_during(3, times=2))
+    monkeypatch.setattr(run_mod, "host_block", _ctrl_c_during(3, times=2))
     with pytest.raises(sgmc.Interrupted) as info:
         sgmc.sample(_problem(), _sampler(), INIT, **RUN)
     assert info.value.step == 20  # block 3 was not stored: the draws before it are kept

@@ -27,7 +27,7 @@ from sgmc.io import checkpoint as ckpt
 from sgmc.io.sinks import DiskSink
 from sgmc.result import Result, pool_moments
 from sgmc.run import snapshot
-from sgmc.run.loop import drawn, run_block, run_steps
+from sgmc.run.loop import drawn
 from sgmc.run.mesh import auto_axes, put, shardings, split_data, to_host
 from sgmc.run.plan import (
     Block,
@@ -40,7 +40,8 @@ from sgmc.run.plan import (
     stored_mask,
     stored_total,
 )
-from sgmc.run.signals import ByIdentity, DeferredInterrupt, want_progress
+from sgmc.run.programs import compile_programs, host_block, select, to_host_async
+from sgmc.run.signals import DeferredInterrupt, want_progress
 
 __all__ = ["Cursor", "Run", "execute"]
 
@@ -283,6 +284,42 @@ def execute(run: Run, progress: bool | None) -> Result:
         i += run.first_block
         return problem if i == 0 else problem.with_buffer(i, run.put_data)
 
+    def failure(err: Exception) -> Exception:
+        """The error for a block that failed at run time. Streamed rows read for a full pass
+        by a host callback failed their checks: the caller sees JAX's error; raise the
+        stream's (DataError); any other failure (a predict's callback, memory): RunError."""
+        cause = stream.take_failure() if stream is not None else None
+        return run.failed(RunError, err) if cause is None else run.failed(DataError, cause)
+
+    def launch(i, states, counters, t0, moments) -> tuple:
+        """Dispatch block i (the device runs it while the host goes on) and start the host
+        copies of what the host will read of it: (i, t0, kept, outputs, dispatch time).
+
+        Raises:
+            ValueError: block i's piece of a stream failed its checks.
+        """
+        nonlocal upcoming
+        n_draws, steps, static, _ = run.plan[i]
+        data = problem
+        if pool:
+            data = upcoming.result()
+            if i + 1 < len(run.plan):
+                upcoming = pool.submit(buffer, i + 1)
+        kept = run.kept_in(run.plan[i], t0)
+        t_block = time.perf_counter()
+        # NumPy scalars: creating device scalars costs ~0.1 ms each here.
+        if static:
+            out = programs["full"](data, sampler, states, counters, run.run_keys, np.int32(t0),
+                                   moments, run.window)
+        else:
+            out = programs["partial"](data, sampler, states, counters, run.run_keys,
+                                      np.int32(t0), np.int32(n_draws), np.int32(steps),
+                                      moments, run.window)
+        out[1].bad_step.copy_to_host_async()
+        if len(kept):  # (a burn-in block's draws stay on the device)
+            out = (*out[:2], to_host_async(out[2]), out[3])
+        return i, t0, kept, out, t_block
+
     interrupt = DeferredInterrupt()
     try:
         upcoming = pool.submit(buffer, 0) if pool else None
@@ -290,13 +327,13 @@ def execute(run: Run, progress: bool | None) -> Result:
         # compile_time holds all compilation and sampling_time none.
         args = (problem, sampler, states, counters, run.run_keys, np.int32(0), moments,
                 run.window)
-        programs = _compile(run, args, {})
+        programs = compile_programs(run, args, {})
         # The sinks' arrays or files, for blocks shaped as the program's: a full disk
         # shows here, before any sampling.
         out = getattr(programs.get("full") or programs.get("partial"), "out_info", None)
         if out is not None and run.mask is not None:
-            empty = _host_block(jax.tree.map(lambda s: np.zeros((0, *s.shape[1:]), s.dtype),
-                                             out[2]), 0, 0)
+            empty = host_block(jax.tree.map(lambda s: np.zeros((s.shape[0], 0, *s.shape[2:]),
+                                                                s.dtype), out[2]), 0, 0)
             for sink in (run.sink, run.mirror):
                 if sink is not None:
                     run.store(sink.prepare, *empty)
@@ -305,46 +342,41 @@ def execute(run: Run, progress: bool | None) -> Result:
             bar = tqdm(total=s.num_steps, initial=t0, desc=sampler.name, unit="step")
         t_run = time.perf_counter()
         interrupt.install()
-        while run.cursor.block < len(run.plan):
-            states, counters, t0, i, moments = run.cursor
-            n_draws, steps, static, drop = run.plan[i]
-            kept = run.kept_in(run.plan[i], t0)
-            data = problem
-            if pool:
+        nxt = None
+        while nxt is not None or run.cursor.block < len(run.plan):
+            if nxt is None:
                 try:
-                    data = upcoming.result()
+                    nxt = launch(run.cursor.block, *run.cursor[:3], run.cursor.moments)
                 except ValueError as err:  # a piece of the stream failed its checks
                     raise run.failed(DataError, err) from err
-                if i + 1 < len(run.plan):
-                    upcoming = pool.submit(buffer, i + 1)
-            t_block = time.perf_counter()
+                except jax.errors.JaxRuntimeError as err:  # (may show at dispatch)
+                    raise failure(err) from err
+            i, t0, kept, (states, counters, buf, moments), t_block = nxt
+            n_draws, steps, static, drop = run.plan[i]
+            placed, moments = run.place(states, counters), run.place_moments(moments)
+            done = t0 + n_draws * steps
+            # Two blocks in flight: the next one runs while this one's draws come to the host
+            # and are stored. Not after a block whose time may re-cut the plan.
+            nxt, deferred = None, None
+            if timed and i + 1 < len(run.plan):
+                try:
+                    nxt = launch(i + 1, *placed, done, moments)
+                except ValueError as err:  # its stream piece failed: raised once i is stored
+                    deferred = err
+                except jax.errors.JaxRuntimeError:  # (this block failed: raised below)
+                    pass
             try:
-                # NumPy scalars: creating device scalars costs ~0.1 ms each here.
-                if static:
-                    states, counters, buf, moments = programs["full"](
-                        data, sampler, states, counters, run.run_keys, np.int32(t0), moments,
-                        run.window)
-                else:
-                    states, counters, buf, moments = programs["partial"](
-                        data, sampler, states, counters, run.run_keys, np.int32(t0),
-                        np.int32(n_draws), np.int32(steps), moments, run.window)
-                host = _host_block(buf, drop, n_draws) if len(kept) else None
+                host = host_block(buf, drop, n_draws) if len(kept) else None
                 if host is not None and len(kept) < n_draws - drop:  # keeps(t) dropped some
-                    host = _select(host, kept - drop)
+                    host = select(host, kept - drop)
                 jax.block_until_ready(counters)  # (a burn-in block has no host transfer)
             except jax.errors.JaxRuntimeError as err:
-                # Streamed rows read for a full pass by a host callback of the program
-                # failed their checks: the caller sees JAX's error; raise the stream's.
-                failure = stream.take_failure() if stream is not None else None
-                if failure is None:  # another failure (a predict's callback, memory)
-                    raise run.failed(RunError, err) from err
-                raise run.failed(DataError, failure) from err
+                raise failure(err) from err
             if host is not None:  # sliced on the host: an eager device slice costs more
                 run.store(run.sink.append, *host, t0 + steps * (kept + 1))
-            run.cursor = Cursor(*run.place(states, counters), t0 + n_draws * steps, i + 1,
-                                run.place_moments(moments))
-            bad = to_host(counters.bad_step)  # also waits for the block to finish
-            seconds = time.perf_counter() - t_block
+            run.cursor = Cursor(*placed, done, i + 1, moments)
+            bad = to_host(counters.bad_step)
+            seconds = time.perf_counter() - t_block  # (timed only when nothing overlapped)
             run.sampling_time = sampled_before + time.perf_counter() - t_run - paused
             if bar is not None:
                 bar.update(n_draws * steps)
@@ -356,9 +388,10 @@ def execute(run: Run, progress: bool | None) -> Result:
                 # The stream counts what the error holds, not the non-finite draws after.
                 run.store(run.sink.truncate, result.num_draws)
                 raise DivergenceError(step, chain, result, replica if replica >= 0 else None)
+            if deferred is not None:
+                raise run.failed(DataError, deferred) from deferred
             if interrupt.pending:  # a Ctrl-C came during the block, which is now stored
                 raise KeyboardInterrupt
-            done = run.cursor.step
             if s.checkpoint and (done - last_checkpoint >= every
                                  or run.cursor.block == len(run.plan)):
                 run.save_checkpoint()
@@ -371,7 +404,7 @@ def execute(run: Run, progress: bool | None) -> Result:
                     if n <= run.draws_per_block // 2:
                         t_compile = time.perf_counter()
                         run.replan(n)
-                        programs = _compile(run, args, programs)
+                        programs = compile_programs(run, args, programs)
                         paused += time.perf_counter() - t_compile
         if interrupt.pending:  # (a Ctrl-C after the last block's check)
             raise KeyboardInterrupt
@@ -394,44 +427,3 @@ def execute(run: Run, progress: bool | None) -> Result:
     if run.mirror is not None and run.mirror.count == run.sink.count:
         run.store(run.mirror.close, result.meta)  # PATH.draws is then a saved result too
     return result
-
-
-def _compile(run: Run, args: tuple, programs: dict) -> dict:
-    """The compiled programs the rest of ``run.plan`` needs, reusing those in ``programs``:
-    ``full`` (static length, ``run.draws_per_block`` draws) and ``partial`` (traced
-    length, into a buffer of at least the plan's largest partial block)."""
-    t_start = time.perf_counter()
-    n, thin = run.draws_per_block, run.settings.thin
-    static = {"predict": None if run.predict is None else ByIdentity(run.predict),
-              "store": run.settings.store_draws, "stats": run.settings.diagnose}
-    programs = dict(programs)
-    if any(b.full for b in run.plan) and programs.get("full_draws") != n:
-        programs["full"] = run_block.lower(*args, n_draws=n, thin=thin,
-                                           unroll=run.settings.unroll, **static).compile()
-        programs["full_draws"] = n
-    if not all(b.full for b in run.plan) and programs.get("partial_draws", 0) < n:
-        programs["partial"] = run_steps.lower(*args[:6], np.int32(1), np.int32(1), *args[6:],
-                                              max_draws=n, **static).compile()
-        programs["partial_draws"] = n
-    run.compile_time += time.perf_counter() - t_start
-    return programs
-
-
-def _host_block(buf: dict, drop: int, n_draws: int) -> tuple[PyTree, dict]:
-    """A block's kept draws on the host, draw axis second: (draws, statistics); with
-    ``store_draws=False``, (no draw, the drift statistics alone)."""
-    host = jax.tree.map(lambda b: np.swapaxes(to_host(b)[drop:n_draws], 0, 1), buf)
-    info = {}
-    if "position" in host:
-        info["grad_evals"] = ((host["evals_hi"].astype(np.int64) << 32)
-                              + host["evals_lo"].astype(np.int64))
-        info.update(host["stats"])
-    info.update(host.get("draw_stats", {}))
-    return host.get("position", ()), info
-
-
-def _select(host: tuple[PyTree, dict], index: np.ndarray) -> tuple[PyTree, dict]:
-    """A host block's draws (draw axis second) at ``index`` only."""
-    samples, info = host
-    return (jax.tree.map(lambda x: x[:, index], samples),
-            {k: v[:, index] for k, v in info.items()})

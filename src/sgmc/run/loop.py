@@ -173,6 +173,7 @@ class _Parts(NamedTuple):
     outer: Any
     moments: Any       # the chains' Moments, as the loop carries them (None: no predict)
     observe: Any       # (moments, states, t, done) -> moments with a kept draw added
+    draw_axis: int     # where a buffer's draw axis sits inside the loop (after the chains)
 
 
 def drawn(problem, kernel):
@@ -325,17 +326,23 @@ def _parts(problem, kernel, states, counters, run_keys, t0, moments=None, window
                             lambda m: m, m)
 
     return _Parts(states, counters, stat_zero, chunk, randomness, one_step, accumulate,
-                  record_draw, outer, moments, observe)
+                  record_draw, outer, moments, observe, 0 if single else 1)
 
 
-def _put(buf, row, slot):
-    return jax.tree.map(lambda b, x: jax.lax.dynamic_update_index_in_dim(b, x, slot, 0),
+def _put(buf, row, slot, axis):
+    return jax.tree.map(lambda b, x: jax.lax.dynamic_update_index_in_dim(b, x, slot, axis),
                         buf, row)
 
 
-def _empty_buffer(template, slots):
-    return jax.tree.map(lambda x: jnp.zeros((slots, *jnp.shape(x)), jnp.result_type(x)),
-                        template)
+def _empty_buffer(template, slots, axis):
+    """Zeros for ``slots`` rows shaped like ``template``, the slot axis at ``axis``: the
+    chains' axis stays first, so the block's draws reach the host as (chains, draws, ...),
+    the layout of the run's arrays (no transpose on either side)."""
+    def empty(x):
+        shape = jnp.shape(x)
+        return jnp.zeros((*shape[:axis], slots, *shape[axis:]), jnp.result_type(x))
+
+    return jax.tree.map(empty, template)
 
 
 @partial(jax.jit, static_argnames=("n_draws", "thin", "predict", "store", "unroll", "stats"))
@@ -386,8 +393,8 @@ def run_block(problem, kernel, states, counters, run_keys, t0, moments=None, win
                 states, c, acc = steps((states, c, acc), t_g + j * thin, thin, draws, j * thin)
                 t_end = t_g + (j + 1) * thin - 1
                 mom = p.observe(mom, states, t_end)
-                return (states, c, p.stat_zero,
-                        _put(buf, p.record(states, c, acc, t_end), g * m + j), mom)
+                row = p.record(states, c, acc, t_end)
+                return states, c, p.stat_zero, _put(buf, row, g * m + j, p.draw_axis), mom
 
             return _loop(m, one_draw, carry, unroll)
 
@@ -397,13 +404,15 @@ def run_block(problem, kernel, states, counters, run_keys, t0, moments=None, win
 
         states, c, acc = _loop(r, chunk, (states, c, acc), unroll)
         mom = p.observe(mom, states, t_g + thin - 1)
-        return states, c, p.stat_zero, _put(buf, p.record(states, c, acc, t_g + thin - 1), g), mom
+        row = p.record(states, c, acc, t_g + thin - 1)
+        return states, c, p.stat_zero, _put(buf, row, g, p.draw_axis), mom
 
-    buf = _empty_buffer(p.record(p.states, p.counters, p.stat_zero, t0, False), n_draws)
+    buf = _empty_buffer(p.record(p.states, p.counters, p.stat_zero, t0, False), n_draws,
+                        p.draw_axis)
     states, counters, _, buf, mom = _loop(n_draws // m, group,
                                           (p.states, p.counters, p.stat_zero, buf, p.moments),
                                           unroll)
-    return p.outer(states), p.outer(counters), p.outer(buf, axis=1), p.outer(mom)
+    return p.outer(states), p.outer(counters), p.outer(buf), p.outer(mom)
 
 
 @partial(jax.jit, static_argnames=("max_draws", "predict", "store", "stats"))
@@ -429,15 +438,16 @@ def run_steps(problem, kernel, states, counters, run_keys, t0, n_draws, thin, mo
             acc = p.accumulate(acc, info, (t - t0) % thin == 0)
             done = (t - t0 + 1) % thin == 0
             mom = p.observe(mom, states, t, done)
-            return (states, c, acc, _put(buf, p.record(states, c, acc, t, done), (t - t0) // thin),
-                    mom)
+            row = p.record(states, c, acc, t, done)
+            return states, c, acc, _put(buf, row, (t - t0) // thin, p.draw_axis), mom
 
         return jax.lax.fori_loop(0, jnp.minimum(k, total - i * k), body, carry)
 
-    buf = _empty_buffer(p.record(p.states, p.counters, p.stat_zero, t0, False), max_draws)
+    buf = _empty_buffer(p.record(p.states, p.counters, p.stat_zero, t0, False), max_draws,
+                        p.draw_axis)
     states, counters, _, buf, mom = jax.lax.fori_loop(
         0, (total + k - 1) // k, chunk, (p.states, p.counters, p.stat_zero, buf, p.moments))
-    return p.outer(states), p.outer(counters), p.outer(buf, axis=1), p.outer(mom)
+    return p.outer(states), p.outer(counters), p.outer(buf), p.outer(mom)
 
 
 @jax.jit
