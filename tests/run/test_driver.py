@@ -151,8 +151,21 @@ def test_block_plan(burn_in, num_draws, thin, trailing, per_block):
     (19, 10**9, 1), (97, 9, 4)])
 def test_default_block_size_divides_the_run_when_it_can(total, cap, expected):
     # About 1/20 of the draws, at most cap, and a divisor of the draws within a factor 2 of
-    # that when there is one (10007 is prime), so that every block is full.
-    assert driver_plan.default_draws_per_block(total, cap) == expected
+    # that when there is one (10007 is prime), so that every block is full. (Draws of
+    # MIN_BLOCK_STEPS steps: the floor on a block's steps is one draw.)
+    thin = driver_plan.MIN_BLOCK_STEPS
+    assert driver_plan.default_draws_per_block(total, cap, thin) == expected
+
+
+@pytest.mark.parametrize("total, thin, cap, expected", [
+    (10, 1, 10**9, 10), (2000, 1, 10**9, 250), (2000, 16, 10**9, 100), (100_000, 1, 10**9, 5000),
+    (2000, 1, 64, 50)])
+def test_default_blocks_hold_at_least_min_block_steps(total, thin, cap, expected):
+    # A short run goes in few calls (each costs ~2 ms on a GPU): at least MIN_BLOCK_STEPS
+    # = 256 steps a block (the whole run when shorter), as a divisor of the draws within a
+    # factor 2 when there is one; 1/20 of the run when that is more; never above the cap.
+    assert driver_plan.MIN_BLOCK_STEPS == 256
+    assert driver_plan.default_draws_per_block(total, cap, thin) == expected
 
 
 def test_save_load_round_trip(post, tmp_path):

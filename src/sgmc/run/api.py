@@ -84,7 +84,8 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             only on an interactive terminal outside CI, when tqdm is installed.
         draws_per_block: draws computed per compiled block, burn-in included (burn-in
             runs as draws at this ``thin`` that are dropped). Default: about 1/20 of the
-            run, capped so that a block's draws take at most 64 MiB, its steps at most
+            run but at least 256 steps (the whole run when shorter: a call per block
+            costs ~2 ms on a GPU), capped so that a block's draws take at most 64 MiB, its steps at most
             ``checkpoint_every`` and, with streamed data, about buffer_rows / batch_size
             (see :class:`sgmc.Stream`), and chosen to divide the run's draws when it can, so that
             the run needs one compiled program; if the first such block takes more than 2 s,

@@ -7,6 +7,14 @@ updates the progress bar, checks for divergence and writes checkpoints. Streamed
 read by a thread one block ahead. A Ctrl-C, a divergence or a failed write raises an error
 that carries every draw kept so far.
 
+Two blocks are in flight: block k + 1 is dispatched before the host takes block k's draws
+(their copy to the host started as block k was dispatched: into pinned memory on an
+accelerator, :func:`sgmc.run.programs.to_host_async`), so the copy, the sink's write, the
+divergence check and the checkpoints overlap the device's work instead of stalling it.
+(Not after the first block of a run whose blocks may be re-cut by its time.) What the
+error of a divergence, a failed block or a Ctrl-C holds is unchanged: the draws up to the
+block it answers, never the one dispatched after it, which is dropped.
+
 A Ctrl-C while a block runs is answered once that block is stored (its draws are kept);
 a second Ctrl-C before then stops at once, without that block.
 """
