@@ -82,15 +82,15 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
         seed: integer in [0, 2³² − 1]; the same seed gives bitwise identical draws.
         progress: show a progress bar (needs tqdm, in the ``diagnostics`` extra); default:
             only on an interactive terminal outside CI, when tqdm is installed.
-        draws_per_block: draws computed per compiled block, burn-in included (burn-in
-            runs as draws at this ``thin`` that are dropped). Default: about 1/20 of the
-            run but at least 256 steps (the whole run when shorter: a call per block
-            costs ~2 ms on a GPU), capped so that a block's draws take at most 64 MiB, its steps at most
-            ``checkpoint_every`` and, with streamed data, about buffer_rows / batch_size
-            (see :class:`sgmc.Stream`), and chosen to divide the run's draws when it can, so that
-            the run needs one compiled program; if the first such block takes more than 2 s,
-            the rest are cut to about 1 s each (one more compiled program), so that a Ctrl-C
-            is answered promptly (not with streamed data). The draws do not depend on it.
+        draws_per_block: draws computed per compiled block, burn-in included (burn-in runs as draws
+            at this ``thin`` that are dropped). Default: about 1/20 of the run but at least 256
+            steps (the whole run when shorter: a call per block costs ~2 ms on a GPU), capped so
+            that a block's draws take at most 64 MiB, its steps at most ``checkpoint_every`` and,
+            with streamed data, about buffer_rows / batch_size (see :class:`sgmc.Stream`), and
+            chosen to divide the run's draws when it can, so that the run needs one compiled
+            program; if the first such block takes more than 2 s, the rest are cut to about 1 s each
+            (one more compiled program), so that a Ctrl-C is answered promptly (not with streamed
+            data). The draws do not depend on it.
         prng: ``"threefry"`` (default; the same random numbers on every backend and
             sharding — the chains themselves agree only up to floating-point rounding,
             which differs between backends and grows along a run) or ``"rbg"`` (XLA's
