@@ -8,6 +8,8 @@ and through a checkpoint resume.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -89,14 +91,15 @@ def test_draw_steps_are_the_steps_the_driver_records(full):
     steps = plan.draw_steps(RUN["burn_in"], full.num_draws, RUN["thin"])
     burn_draws = RUN["burn_in"] // RUN["thin"]
     np.testing.assert_array_equal(steps[burn_draws:] + 1, full.info["step"])
-    mask = plan.keep_mask(rule, RUN["burn_in"], full.num_draws, RUN["thin"])
+    mask = plan.keep_mask(SimpleNamespace(keeps=rule), RUN["burn_in"], full.num_draws,
+                          RUN["thin"])
     assert mask.shape == (full.num_draws,)  # the draws after burn-in only
     np.testing.assert_array_equal(mask, np.asarray(rule(full.info["step"] - 1)))
 
 
 def test_every_kernel_keeps_every_draw(full):
     """keeps True everywhere (the samplers): the plan's mask is the burn-in cut alone."""
-    mask = plan.keep_mask(sampler().keeps, RUN["burn_in"], full.num_draws, RUN["thin"])
+    mask = plan.keep_mask(sampler(), RUN["burn_in"], full.num_draws, RUN["thin"])
     assert mask.sum() == full.num_draws
 
 

@@ -80,6 +80,7 @@ from sgmc.lab.bench_common import (
 )
 from sgmc.lab.bench_compare import bench_blackjax, bench_torch
 from sgmc.lab.bench_nn import bench_nn
+from sgmc.lab.bench_nn_sizes import bench_sizes
 from sgmc.lab.bench_scaling import bench_fullpass, bench_scaling
 
 __all__ = ["FULL", "QUICK", "SUITES", "BenchConfig", "CompileCounter", "best", "device_variant",
@@ -94,9 +95,19 @@ SUITES = ("blackjax", "torch", "scaling", "fullpass", "nn")
 # Entry points.
 # --------------------------------------------------------------------------------------
 
+def _nn_suite(cfg: BenchConfig) -> dict[str, Any]:
+    """The nn suite: :mod:`sgmc.lab.bench_nn`, then its size ladder
+    (:mod:`sgmc.lab.bench_nn_sizes`, which builds on it), under ``"sizes"``."""
+    out = bench_nn(cfg)
+    if out and "models" in out:  # (empty when flax is missing)
+        out["sizes"] = bench_sizes(cfg)
+    return out
+
+
 _RUNNERS: dict[str, Callable[[BenchConfig], dict[str, Any]]] = {
     "blackjax": bench_blackjax, "torch": bench_torch, "scaling": bench_scaling,
-    "fullpass": bench_fullpass, "nn": bench_nn}
+    "fullpass": bench_fullpass, "nn": _nn_suite}
+
 
 
 def run(quick: bool = False, only: Sequence[str] | None = None,

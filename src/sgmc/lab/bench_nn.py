@@ -414,8 +414,6 @@ def bench_nn(cfg: BenchConfig) -> dict[str, Any]:
                 us, post, _samplers(n, b)["SGHMC"][0], init, steps, cfg.seed, thin)
         out["models"][model] = res_model
 
-    from sgmc.lab.bench_nn_sizes import bench_sizes  # it imports this module
-    out["sizes"] = bench_sizes(cfg)
     rows, out["rss"] = [], []
     for steps_rss in cfg.nn_rss_steps:
         for store in (True, False):

@@ -282,7 +282,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
     states = _state_shapes(problem, sampler, positions, settings)
     if predict is not None:
         preflight.predict_output(problem, sampler, states, predict)
-    kept = keep_mask(sampler.keeps, burn_in, num_draws, thin)
+    kept = keep_mask(sampler, burn_in, num_draws, thin)
     preflight.check_kept(sampler, settings, kept)
     check_run_memory(problem, sampler, states, settings,
                      stored_total(stored_mask(sampler, settings, kept)))

@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -138,11 +137,11 @@ def draw_steps(burn_in: int, num_draws: int, thin: int, first: int = 0,
     return head + thin * (j + 1) - 1
 
 
-def keep_mask(keeps: Callable, burn_in: int, num_draws: int, thin: int) -> np.ndarray:
+def keep_mask(kernel: Any, burn_in: int, num_draws: int, thin: int) -> np.ndarray:
     """Which of the ``num_draws`` draws after burn-in are kept: keeps(t_j) for j ≥
     burn_in // thin, with t_j from :func:`draw_steps` (burn-in's draws are never kept, and
     take no memory here: a run of 2³¹ steps, nearly all burn-in, needs a mask of its few
-    draws). ``keeps`` is a kernel's :meth:`~sgmc.contracts.kernel.Kernel.keeps`, called on
+    draws). ``kernel.keeps`` (:meth:`~sgmc.contracts.kernel.Kernel.keeps`) is called on
     int32 arrays of steps (as traced in the loop, so that the host and the loop agree), a
     few million at a time."""
     burn_draws = burn_in // thin
@@ -150,7 +149,7 @@ def keep_mask(keeps: Callable, burn_in: int, num_draws: int, thin: int) -> np.nd
     for a in range(0, num_draws, _KEEPS_CHUNK):
         t = draw_steps(burn_in, num_draws, thin, burn_draws + a,
                        burn_draws + min(a + _KEEPS_CHUNK, num_draws))
-        got = np.asarray(_keeps_at(keeps, jnp.asarray(t, jnp.int32)))
+        got = np.asarray(_keeps_at(kernel, jnp.asarray(t, jnp.int32)))
         if got.shape not in ((), t.shape):
             raise TypeError(f"keeps(t) must return one bool per step (shape {t.shape}), "
                             f"got shape {got.shape}")
@@ -158,23 +157,21 @@ def keep_mask(keeps: Callable, burn_in: int, num_draws: int, thin: int) -> np.nd
     return mask
 
 
-def _keeps_at(keeps: Callable, t: jax.Array) -> Any:
-    """``keeps(t)``; for a kernel's own ``keeps`` (a method of a pytree kernel), compiled
-    once per kernel structure (eager, ~0.25 ms a call), its hyper-parameters arguments;
-    eagerly otherwise, or when the compiled call fails (so that the error is its own)."""
-    kernel = getattr(keeps, "__self__", None)
-    name = getattr(keeps, "__name__", None)
-    if kernel is not None and name is not None and signature(kernel) is not None:
+def _keeps_at(kernel: Any, t: jax.Array) -> Any:
+    """``kernel.keeps(t)``; for a pytree kernel compiled once per kernel structure (eager,
+    ~0.25 ms a call), its hyper-parameters arguments; eagerly otherwise, or when the
+    compiled call fails (so that the error is its own)."""
+    if signature(kernel) is not None:
         try:
-            return _keeps_jit(kernel, name, t)
+            return _keeps_jit(kernel, t)
         except Exception:  # called again below: its own error, as before
             pass
-    return keeps(t)
+    return kernel.keeps(t)
 
 
-@partial(jax.jit, static_argnames=("name",))
-def _keeps_jit(kernel: Any, name: str, t: jax.Array) -> jax.Array:
-    return getattr(kernel, name)(t)
+@jax.jit
+def _keeps_jit(kernel: Any, t: jax.Array) -> jax.Array:
+    return kernel.keeps(t)
 
 
 def kept_in(block: Block, t0: int, burn_in: int, thin: int,
@@ -260,7 +257,7 @@ def stored_mask(kernel: Any, settings: Any, kept: np.ndarray | None = None
         return None
     if kept is not None:
         return kept
-    return keep_mask(kernel.keeps, settings.burn_in, settings.num_draws, settings.thin)
+    return keep_mask(kernel, settings.burn_in, settings.num_draws, settings.thin)
 
 
 def stored_total(mask: np.ndarray | None) -> int:
