@@ -13,12 +13,19 @@ examples — each claim says which). Then, with z = effect / SE:
   paper's in a way that could change the answer (``in_regime=False``), and the claim did not
   hold anyway. The statistical outcome is still recorded (``outcome``).
 
-An SE of 0 (a deterministic comparison) decides by the sign of the effect alone; an effect of
-exactly 0 with SE 0 is "not resolved". A non-finite effect or SE is "not resolved".
+An SE of 0 is no standard error: an effect measured once (one grid, one seed), or whose
+replications happen to agree, has an unknown sampling error, and z = effect / 0 = ±∞ would
+read as certainty. Such a claim is "not resolved" (with a deviation saying so) unless it
+states why its effect is *exact by construction* (``exact=``: e.g. a comparison of two exact
+formulas); only then does an SE of 0 decide by the sign of the effect alone. An effect of
+exactly 0 with SE 0 is "not resolved". A non-finite effect or SE is "not resolved", and
+:func:`check_claim_dict` refuses a "holds" whose SE is 0, missing or not finite unless the
+claim carries ``exact``.
 
 :func:`judge` returns a :class:`Claim`; :meth:`Claim.to_dict` is what ``--json`` writes per
 claim: ``claim``, ``verdict``, ``rule``, ``measured`` (values with their SE), ``paper``,
-``deviations``, and the effect, its SE and z.
+``deviations``, the effect, its SE and z, and ``exact`` (why the effect has no sampling
+error, or None).
 
 A *smoke run* (``sgmc reproduce NAME --smoke``) checks the pipeline only: :func:`smoke`
 re-judges its claims outside the paper's regime (the rule unchanged: a claim that holds still
@@ -35,9 +42,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["HOLDS", "NOT_HOLD", "NOT_REGIME", "NOT_RESOLVED", "RULE", "SMOKE", "VERDICTS",
-           "Claim", "bootstrap_se", "check_claim_dict", "diff_se", "judge", "mean_se",
-           "paired", "proportion", "publish", "ratio_se", "smoke", "smoke_banner"]
+__all__ = ["HOLDS", "NOT_HOLD", "NOT_REGIME", "NOT_RESOLVED", "NO_SE", "RULE", "SMOKE",
+           "VERDICTS", "Claim", "bootstrap_se", "check_claim_dict", "diff_se", "judge",
+           "mean_se", "outcome", "paired", "proportion", "publish", "ratio_se", "smoke",
+           "smoke_banner"]
 
 HOLDS = "holds"
 NOT_HOLD = "does not hold"
@@ -49,7 +57,12 @@ VERDICTS = (HOLDS, NOT_HOLD, NOT_RESOLVED, NOT_REGIME)
 RULE = ("holds if the effect in the claimed direction exceeds 2 SE; does not hold if it is "
         "2 SE the other way (or a threshold is missed by more than 2 SE); otherwise not "
         "resolved; 'not tested in the paper's regime' when the setting differs from the "
-        "paper's in a way that could change the answer and the claim did not hold anyway")
+        "paper's in a way that could change the answer and the claim did not hold anyway; "
+        "an SE of 0 decides nothing unless the effect is exact by construction")
+
+#: How the deviation added to a claim with an SE of 0 and no ``exact`` begins (not added when
+#: the claim's own deviations already say "no standard error").
+NO_SE = "no standard error (SE = 0)"
 
 
 @dataclass(frozen=True)
@@ -66,6 +79,7 @@ class Claim:
     paper: Any = None
     deviations: Sequence[str] = field(default_factory=tuple)
     effect_text: str = ""     # how the effect is defined, e.g. "KL(SGHMC) − KL(EWSG)"
+    exact: str = ""           # why the effect has no sampling error ("" unless it is exact)
 
     @property
     def z(self) -> float:
@@ -76,7 +90,7 @@ class Claim:
                 "outcome": self.outcome, "effect": self.effect, "se": self.se,
                 "z": self.z, "se_over": self.se_over, "effect_definition": self.effect_text,
                 "measured": _plain(self.measured), "paper": _plain(self.paper),
-                "deviations": list(self.deviations)}
+                "deviations": list(self.deviations), "exact": self.exact or None}
 
     def effect_str(self) -> str:
         what = f"{self.effect_text} = " if self.effect_text else "effect "
@@ -91,6 +105,8 @@ class Claim:
         out = [self.line()]
         if self.verdict == NOT_REGIME:
             out.append(f"    (statistical outcome here: {self.outcome})")
+        if self.exact:
+            out.append(f"    exact by construction (SE 0): {self.exact}")
         out += [f"    deviation: {d}" for d in self.deviations]
         return out
 
@@ -109,10 +125,28 @@ def outcome_of(z: float) -> str:
     return HOLDS if z > 2 else NOT_HOLD if z < -2 else NOT_RESOLVED
 
 
+def _no_se(se: float) -> bool:
+    """True when ``se`` is no standard error: 0, missing (None) or not finite."""
+    try:
+        se = float(se)
+    except (TypeError, ValueError):
+        return True
+    return not math.isfinite(se) or se == 0
+
+
+def outcome(effect: float, se: float, exact: str = "") -> str:
+    """The rule on (effect, SE): :func:`outcome_of` its z, except that an SE of 0 decides
+    nothing ("not resolved") unless ``exact`` says why the effect has no sampling error."""
+    effect, se = float(effect), float(se)
+    if se == 0 and not exact:
+        return NOT_RESOLVED
+    return outcome_of(z_score(effect, se))
+
+
 def judge(claim: str, effect: float, se: float, *, se_over: str,
           measured: Mapping[str, Any] | None = None, paper: Any = None,
           deviations: Iterable[str] = (), in_regime: bool = True,
-          effect_text: str = "") -> Claim:
+          effect_text: str = "", exact: str = "") -> Claim:
     """Apply the rule to an effect (in the claimed direction) and its standard error.
 
     Args:
@@ -127,14 +161,23 @@ def judge(claim: str, effect: float, se: float, *, se_over: str,
         in_regime: False when the run differs from the paper's regime in a way that could
             change the answer.
         effect_text: how the effect is computed, e.g. ``"MSE(SGHMC) − MSE(SVRG-HMC)"``.
+        exact: why the effect has no sampling error (it is exact by construction). Only
+            with it does an SE of 0 decide by the sign of the effect; without it a claim
+            with SE 0 is "not resolved" and says so in a deviation.
     """
     effect, se = float(effect), float(se)
     if se < 0:
         raise ValueError(f"se must be ≥ 0, got {se}")
-    outcome = outcome_of(z_score(effect, se))
-    verdict = outcome if in_regime or outcome == HOLDS else NOT_REGIME
-    return Claim(claim, verdict, outcome, effect, se, se_over, dict(measured or {}), paper,
-                 tuple(deviations), effect_text)
+    deviations = tuple(deviations)
+    out = outcome(effect, se, exact)
+    if se == 0 and not exact and math.isfinite(effect) and effect != 0 \
+            and not any("no standard error" in d for d in deviations):
+        deviations += (f"{NO_SE} over {se_over}, and the effect is not exact by "
+                       f"construction: z = {_g(z_score(effect, se))} is no evidence, so the "
+                       "claim is not resolved until the effect is replicated",)
+    verdict = out if in_regime or out == HOLDS else NOT_REGIME
+    return Claim(claim, verdict, out, effect, se, se_over, dict(measured or {}), paper,
+                 deviations, effect_text, exact)
 
 
 #: How a smoke run's deviation and report begin.
@@ -149,7 +192,7 @@ def smoke(claims: Sequence[Claim], detail: str) -> list[Claim]:
     dev = f"{SMOKE}, {detail}"
     return [judge(c.claim, c.effect, c.se, se_over=c.se_over, measured=c.measured,
                   paper=c.paper, deviations=[*c.deviations, dev], in_regime=False,
-                  effect_text=c.effect_text) for c in claims]
+                  effect_text=c.effect_text, exact=c.exact) for c in claims]
 
 
 def smoke_banner(detail: str) -> str:
@@ -170,13 +213,21 @@ def publish(claims: Sequence[Claim], title: str = "Verdicts") -> list[dict]:
 def check_claim_dict(d: Mapping[str, Any]) -> None:
     """Raise AssertionError unless ``d`` is a claim as :meth:`Claim.to_dict` writes it and its
     verdict follows from its effect and SE by the rule (used by the tests on every
-    experiment's ``--json``)."""
+    experiment's ``--json``). Raise ValueError for a "holds" with no standard error (SE 0,
+    missing or not finite) whose claim does not say, in ``exact``, why its effect has no
+    sampling error."""
+    exact = d.get("exact") or ""
+    if d.get("verdict") == HOLDS and not exact and _no_se(d.get("se")):
+        raise ValueError(
+            f"claim {d.get('claim')!r} reads 'holds' with SE {d.get('se')!r}: an SE of 0 "
+            "(or none) is no standard error, so z = effect / SE proves nothing; replicate the "
+            "effect for a real SE, or state in 'exact' why it has no sampling error")
     for key in ("claim", "verdict", "rule", "measured", "paper", "deviations", "effect", "se"):
         assert key in d, f"claim {d.get('claim')!r} lacks {key!r}"
     assert d["verdict"] in VERDICTS, d["verdict"]
     effect, se = float(d["effect"]), float(d["se"])
     z = z_score(effect, se)
-    expected = outcome_of(z)
+    expected = outcome(effect, se, exact)
     assert d["outcome"] == expected, (d["claim"], d["outcome"], z)
     if d["verdict"] == HOLDS:
         assert z > 2, (d["claim"], z)
