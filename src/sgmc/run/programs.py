@@ -78,8 +78,8 @@ def to_host_async(tree: PyTree) -> PyTree:
     out = []
     for x in jax.tree.leaves(tree):
         sharding = x.sharding
-        if (PINNED and sharding.memory_kind == "device"
-                and next(iter(x.devices())).platform != "cpu"):
+        if (PINNED and sharding.memory_kind == "device" and x.is_fully_addressable
+                and next(iter(x.devices())).platform != "cpu"):  # (multi-host: gathered)
             out.append(jax.device_put(x, sharding.with_memory_kind("pinned_host")))
         else:
             x.copy_to_host_async()
