@@ -90,7 +90,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             chosen to divide the run's draws when it can, so that the run needs one compiled
             program; if the first such block takes more than 2 s, the rest are cut to about 1 s each
             (one more compiled program), so that a Ctrl-C is answered promptly (not with streamed
-            data). The draws do not depend on it.
+            data, nor in a multi-process run). The draws do not depend on it.
         prng: ``"threefry"`` (default; the same random numbers on every backend and
             sharding — the chains themselves agree only up to floating-point rounding,
             which differs between backends and grows along a run) or ``"rbg"`` (XLA's
@@ -262,8 +262,9 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
     # the user chose, nor a stream's, whose data buffers are tied to the block size).
     # (Not with unroll: its blocks are short, and one set of block sizes keeps the rounding,
     # and so the draws, independent of how long the first block took.)
+    # Not across processes: each would time its own blocks, and re-cut them differently.
     block_seconds = BLOCK_SECONDS if (draws_per_block is None and problem.stream is None
-                                      and not unroll) else None
+                                      and not unroll and jax.process_count() == 1) else None
     if draws_per_block is None:
         bytes_per_draw = num_chains * sum(x[0].size * x.dtype.itemsize
                                           for x in jax.tree.leaves(positions))

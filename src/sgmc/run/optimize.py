@@ -381,7 +381,8 @@ def minimize(objective, method: Method, init, num_steps: int, num_replications: 
     per_block = default_block_size(steps // every, every, reps * point.dtype.itemsize
                                    * (point.size + 1), problem, kernel.batch_size)
     settings = Settings(steps, 0, every, seed, reps, "threefry", per_block, None, None, None,
-                        block_seconds=BLOCK_SECONDS if problem.stream is None else None)
+                        block_seconds=BLOCK_SECONDS if (problem.stream is None and
+                                                        jax.process_count() == 1) else None)
     starts = x0[:, 0] if k > 1 else x0
     start_v = np.asarray(jax.vmap(_value_fn(problem))(jnp.asarray(starts)))
     fixed = (method.name, starts, start_v, every, k, record_path)
