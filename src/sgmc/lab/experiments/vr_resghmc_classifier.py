@@ -165,6 +165,15 @@ def _scores(p: np.ndarray, y: np.ndarray, n_test: int) -> tuple[dict, dict]:
     return out, {"accuracy": correct, "brier": brier, "ood_entropy": entropy}
 
 
+def run_settings(quick: bool = False, smoke: bool = False) -> dict:
+    """The settings a run holds (name -> (τ₁, F) of :data:`SETTINGS`): both in the full run,
+    ``cold`` (the paper's) alone with ``--quick``, ``--smoke`` or ``SGMC_VR_POSTERIOR=0``."""
+    # (issue 36: `posterior` was left out of the full run on 2026-11-23 to fit the shared
+    # machine; SGMC_VR_POSTERIOR=0 leaves it out again where time is short)
+    full = os.environ.get("SGMC_VR_POSTERIOR", "1") != "0"
+    return dict(SETTINGS) if full and not (quick or smoke) else {"cold": SETTINGS["cold"]}
+
+
 def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
         data_root=None, smoke: bool = False) -> dict:
     start = time.perf_counter()
@@ -188,10 +197,7 @@ def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
               f"({steps} steps, m = {m}, a draw every {thin} steps), {n_test:,} test images")
     if smoke:
         print(V.smoke_banner(detail))
-    # The full run has both settings (issue 36: `posterior` was left out on 2026-11-23 to
-    # fit the shared machine); SGMC_VR_POSTERIOR=0 leaves it out again, where time is short.
-    full = os.environ.get("SGMC_VR_POSTERIOR", "1") != "0"
-    settings = SETTINGS if full and not (quick or smoke) else {"cold": SETTINGS["cold"]}
+    settings = run_settings(quick, smoke)
 
     table: dict = {}
     per_example: dict = {}
