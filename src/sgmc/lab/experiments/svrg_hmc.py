@@ -1,14 +1,14 @@
 """The SVRG-HMC paper's experiments (Li, Zhang, Cheng, Zhu & Li): Bayesian linear and logistic
 regression on UCI data, seven samplers against data passes.
 
-Protocol (paper Sec. 5): a seeded 70/10/20 split with features (and
-regression targets) standardised on the training split; a column of ones for the intercept;
-prior N(0, I); unit noise for regression; batch b = 10 and SVRG period K = n/b (n = training
-size); every chain starts from θ₀ = 0 and p₀ = 0 (Alg. 1–4; ``init_momentum="zero"``); step
-size h and friction D chosen by grid search on the validation split, then fixed; the final
-run is ``seeds`` independent chains from θ₀ = 0 with other seeds. The metric is the test MSE
-of the posterior-mean prediction (regression, standardised target units) or the test
-log-likelihood of the posterior predictive (classification), each averaging all draws so far.
+Protocol (paper Sec. 5): a seeded 70/10/20 split with features (and regression targets)
+standardised on the training split; a column of ones for the intercept; prior N(0, I); unit
+noise for regression; batch b = 10 and SVRG period K = n/b (n = training size); every chain
+starts from θ₀ = 0 and p₀ = 0 (Alg. 1–4; ``init_momentum="zero"``); step size h and friction
+D chosen by grid search on the validation split, then fixed; the final run is ``seeds``
+independent chains from θ₀ = 0 with other seeds. The metric is the test MSE of the
+posterior-mean prediction (regression, standardised target units) or the test log-likelihood
+of the posterior predictive (classification), each averaging all draws so far.
 
 Accounting. One data pass is n per-example gradient evaluations. SGHMC and X-LD/X-HMC with
 the uniform estimator cost b per step. SVRG costs 2b per step (the minibatch at θ and at the
@@ -23,30 +23,32 @@ after one pass the variance-reduced samplers have barely started.
 Grid (relative to the posterior's curvature λ_max, the largest eigenvalue of the training
 Hessian): h·λ_max for Langevin, h·√λ_max and D·h for the Hamiltonian samplers (D·h < 1, the
 paper's condition for both integrators). The HMC grid runs past the Euler form's stability
-limit on a quadratic, h·√λ < √(4 − 2 D h) (:func:`euler_limit`; the splitting's is ≥ 2), so
-that "the second-order variants tolerate larger steps" can be observed: per chain, the
-largest grid step at which some friction gives a *stable* run (:func:`is_stable`: finite,
-and a validation metric better than that of θ = 0). A grid point whose run diverges (a
-non-finite state) is recorded as diverged, never raised.
+limit on a quadratic, h·√λ < √(4 − 2 D h) (:func:`euler_limit`; the splitting's is ≥ 2). A
+grid point whose run diverges (a non-finite state) is recorded as diverged, never raised.
+"The second-order variants tolerate larger steps" is judged on the *stability boundary*
+replicated over seeds (:func:`boundary_scan`, :mod:`.stability`; issue 36): per seed (one
+chain), the largest h·√λ_max = 2^(k/8) at which some friction gives a stable run
+(:func:`is_stable`: finite, and a validation metric better than that of θ = 0).
 
 Every grid point is run with ``seeds`` chains (one compiled program per sampler serves the
-grid and the final run); its validation score is the chains' mean, and only points where
-every chain is stable can be chosen.
+grid and the final run); its score is the chains' mean; only points where every chain is
+stable can be chosen.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import jax.numpy as jnp
 import numpy as np
 
 from sgmc import DivergenceError, datasets, models, saga, sample, sghmc, sgld, svrg, uniform
-from sgmc.lab.experiments import Experiment
+from sgmc.lab.experiments import Experiment, stability
 from sgmc.lab.experiments import verdict as V
-from sgmc.lab.experiments._plot import pyplot, save
+from sgmc.lab.experiments.svrg_hmc_metrics import baseline, curve, is_stable
+from sgmc.lab.experiments.svrg_hmc_report import figure, table
 
 SAMPLERS = ("SGHMC", "SVRG-LD", "SAGA-LD", "SVRG-HMC", "SAGA-HMC", "SVRG2nd-HMC",
             "SAGA2nd-HMC")
@@ -66,16 +68,22 @@ class Settings:
     datasets: dict
     samplers: tuple | None = None  # the samplers run (None: all of the module's)
     rows: int | None = None        # at most this many rows of each split (None: all)
+    boundary_seeds: int = 0        # R: seeds of the replicated stability boundary (0: none)
+    boundary_h0: float = 1.0       # where its scan starts, h·√λ_max (:mod:`.stability`)
 
 
 # h·√λ_max up to 2.0: past the Euler limit √(4 − 2·0.1) ≈ 1.95 of the smallest friction.
+# The stability boundary of the four VR HMC samplers is replicated over 8 seeds, one chain
+# each, at a resolution of 2^(1/8) (issue 36: one grid gave an SE of 0).
 FULL = Settings(passes=5.0, h_ld=(0.01, 0.03, 0.1, 0.3, 1.0),
                 h_hmc=(0.03, 0.1, 0.3, 0.6, 1.0, 1.2, 1.4, 1.7, 2.0),
                 friction_h=(0.1, 0.3, 0.9), seeds=4, checkpoints=50,
-                datasets={"regression": REGRESSION, "classification": CLASSIFICATION})
+                datasets={"regression": REGRESSION, "classification": CLASSIFICATION},
+                boundary_seeds=8)
 QUICK = Settings(passes=2.0, h_ld=(0.03, 0.3), h_hmc=(0.1, 0.5, 1.4, 2.0),
                  friction_h=(0.3, 0.9), seeds=2, checkpoints=20,
-                 datasets={"regression": ("concrete",), "classification": ("pima",)})
+                 datasets={"regression": ("concrete",), "classification": ("pima",)},
+                 boundary_seeds=2)
 # The smoke run (a pipeline check; compiling is most of it): SVRG-LD and SVRG-HMC, the pair
 # of the first claim (one compiled program each, shared by its grid point and its final run),
 # one grid point, one pass of sampling, 2 chains, 4 draws; the claims that need the other
@@ -153,33 +161,6 @@ def grid(name: str, lam_max: float, s: Settings) -> list[tuple[float, float | No
     return points
 
 
-def curve(task: str, draws: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """The metric after each draw, (chains, draws), from the running average of predictions:
-    test MSE of the mean prediction (regression) or test log-likelihood of the averaged
-    predictive probability (classification)."""
-    z = np.einsum("cki,ni->ckn", np.asarray(draws, np.float64), X)
-    counts = np.arange(1, z.shape[1] + 1)[None, :, None]
-    with np.errstate(over="ignore", invalid="ignore"):
-        if task == "regression":
-            pred = np.cumsum(z, axis=1) / counts
-            return np.mean((pred - y) ** 2, axis=2)
-        prob = np.cumsum(1.0 / (1.0 + np.exp(-z)), axis=1) / counts
-        prob = np.clip(prob, 1e-12, 1 - 1e-12)
-        return np.mean(y * np.log(prob) + (1 - y) * np.log1p(-prob), axis=2)
-
-
-def baseline(task: str, y: np.ndarray) -> float:
-    """The metric of θ = 0 (predicting 0, or probability ½): a stable chain beats it."""
-    return float(np.mean(np.asarray(y) ** 2)) if task == "regression" else math.log(0.5)
-
-
-def is_stable(task: str, value, base: float) -> np.ndarray:
-    """Per chain: the final validation metric is finite and better than θ = 0's."""
-    v = np.asarray(value, np.float64)
-    with np.errstate(invalid="ignore"):
-        return np.isfinite(v) & (v < base if task == "regression" else v > base)
-
-
 def _run(post, name, h, friction, n, s: Settings, chains: int, seed: int):
     steps = steps_for(name, n, s.passes)
     thin = max(1, math.ceil(steps / s.checkpoints))
@@ -209,6 +190,23 @@ def at_pass(passes: np.ndarray, values: np.ndarray, p: float) -> np.ndarray:
     when the run is shorter)."""
     k = int(np.searchsorted(passes, p - 1e-9))
     return values[:, min(k, values.shape[1] - 1)]
+
+
+def boundary_scan(task, post, name, n, lam_max, s: Settings, seed, X, y, base) -> list[dict]:
+    """The replicated stability boundary of one Hamiltonian sampler (:mod:`.stability`): for
+    each of ``s.boundary_seeds`` seeds, one chain per run, h·√λ_max is stable when some
+    friction of the grid (D·h ∈ ``s.friction_h``, tried in order) gives a stable run
+    (:func:`is_stable` on (X, y) after ``s.passes`` passes of sampling)."""
+    one = replace(s, seeds=1)
+
+    def stable(c: float, r: int) -> bool:
+        h = c / math.sqrt(lam_max)
+        return any(is_stable(task, final_values(task, post, name, h, fh / h, n, one, r, X,
+                                                y)[0], base)[0]
+                   for fh in s.friction_h if fh < 1.0)
+
+    return stability.replicate(stable, s.boundary_h0,
+                               [seed + 1000 + r for r in range(s.boundary_seeds)])
 
 
 def _stat(v) -> list[float]:
@@ -251,6 +249,10 @@ def run_dataset(name: str, task: str, s: Settings, seed: int = 0, root=None) -> 
         largest = [max((t["h"] * scale for t in tried if t["stable"][c]), default=0.0)
                    for c in range(s.seeds)]
         entry = {"grid": tried, "largest_stable": largest, "final_run_unstable": []}
+        if s.boundary_seeds and not sname.endswith("-LD") and sname != "SGHMC":
+            entry["boundary"] = boundary_scan(task, post, sname, n, lam_max, s, seed, Xva,
+                                              yva, base)
+            entry["boundary_summary"] = stability.summary(entry["boundary"])
         ranked = sorted((t for t in tried if np.isfinite(t["val"])), key=lambda t: t["val"],
                         reverse=task != "regression")
         res = None
@@ -306,11 +308,7 @@ def deviations(s: Settings) -> list[str]:
     ]
 
 
-#: The deviation of a "larger steps" claim whose effect has an SE of 0 (every chain of the
-#: one grid found the same largest stable step): no standard error, so "not resolved".
-NO_SE_DEVIATION = ("one step-size grid, one seed: no standard error (every chain of the grid "
-                   "gives the same largest stable step, so the paired SE is 0); replicate "
-                   "the grid over seeds (owed)")
+NO_SE_DEVIATION = stability.NO_SE_DEVIATION  # a "larger steps" claim with SE 0
 
 
 def judge_dataset(r: dict, s: Settings) -> list[V.Claim]:
@@ -318,9 +316,10 @@ def judge_dataset(r: dict, s: Settings) -> list[V.Claim]:
     (1) X-HMC and X2nd-HMC have a better test metric than X-LD after one pass of sampling
     (effect: MSE(X-LD) − MSE(HMC), or LL(HMC) − LL(X-LD), paired over the chains, which
     share their seeds); (2) X2nd-HMC tolerates larger steps than X-HMC (effect: log₂ of the
-    ratio of the largest stable grid steps, paired over the chains of the grid runs; when
-    every chain gives the same step the SE is 0 and the claim is "not resolved", with
-    :data:`NO_SE_DEVIATION`)."""
+    ratio of the stability boundaries, replicated over ``s.boundary_seeds`` seeds, one chain
+    each (:func:`boundary_scan`, :mod:`.stability`: mean over seeds of log₂(b_r(X2nd-HMC) /
+    b_r(X-HMC)), paired by seed, SE = sd/√R; when every seed gives the same ratio the SE is 0
+    and the claim is "not resolved", with :data:`NO_SE_DEVIATION`)."""
     task, sm, ds = r["task"], r["samplers"], r["dataset"]
     metric = "MSE" if task == "regression" else "LL"
     sign = -1.0 if task == "regression" else 1.0
@@ -366,21 +365,19 @@ def judge_dataset(r: dict, s: Settings) -> list[V.Claim]:
                                   "table pass (the paper does not say whether it counts it)"]))
         first, second = sm.get(f"{vr}-HMC", {}), sm.get(f"{vr}2nd-HMC", {})
         text = f"{ds}: {vr}2nd-HMC tolerates larger steps than {vr}-HMC"
-        a = np.asarray(second.get("largest_stable", []), np.float64)
-        b = np.asarray(first.get("largest_stable", []), np.float64)
-        if a.size and b.size and (a > 0).all() and (b > 0).all():
-            eff, se = V.paired(np.log2(a), np.log2(b))
-        else:
-            eff, se = float("nan"), float("nan")
-        # The chains of the one grid, seeded from one seed, often agree on the grid step:
-        # their paired SE is then 0, which measures the grid's quantisation, not the
-        # sampling error. Not exact by construction, so the rule reads "not resolved".
-        no_se = ([NO_SE_DEVIATION] if se == 0 and math.isfinite(eff) and eff != 0 else [])
+        sa, sb = second.get("boundary", []), first.get("boundary", [])
+        eff, se = stability.paired_log2_ratio([x["boundary"] for x in sa],
+                                              [x["boundary"] for x in sb])
+        no_se = [NO_SE_DEVIATION] if se == 0 and math.isfinite(eff) else []
         claims.append(V.judge(
-            text, eff, se, se_over=f"{s.seeds} chains (paired: shared seeds)",
-            effect_text=f"log₂(largest stable h of {vr}2nd-HMC / of {vr}-HMC)",
-            measured={f"{vr}2nd-HMC largest stable h·√λ_max": a.tolist(),
-                      f"{vr}-HMC largest stable h·√λ_max": b.tolist(),
+            text, eff, se, se_over=f"{len(sa)} seeds (paired: one chain per seed, shared by "
+                                   "both samplers)",
+            effect_text=f"mean log₂(boundary of {vr}2nd-HMC / of {vr}-HMC)",
+            measured={f"{vr}2nd-HMC boundary h·√λ_max per seed": [x["boundary"] for x in sa],
+                      f"{vr}-HMC boundary h·√λ_max per seed": [x["boundary"] for x in sb],
+                      "one grid's largest stable h·√λ_max per chain (not judged)": {
+                          f"{vr}2nd-HMC": second.get("largest_stable"),
+                          f"{vr}-HMC": first.get("largest_stable")},
                       f"Euler limit h·√λ (exact gradients, D·h = {min(s.friction_h)})":
                           euler_limit(min(s.friction_h)),
                       "validation-chosen h": {f"{vr}2nd-HMC": second.get("h"),
@@ -388,59 +385,16 @@ def judge_dataset(r: dict, s: Settings) -> list[V.Claim]:
             paper="Sec. 5.1: 'a slightly larger step size can be chosen for SVRG2nd-HMC'; "
                   "Thm. 5: bias term h⁴ instead of h²",
             deviations=[
-                *dev,
-                "measured as the largest grid step at which some friction gives a stable "
-                "chain (finite, validation metric better than θ = 0's), per chain; the "
+                f"one seeded 70/10/20 split; the SE is over the {len(sa)} seeds of the "
+                "boundary scan, not over splits", *dev[1:],
+                "measured as the stability boundary per seed (one chain; the largest step "
+                "h·√λ_max = 2^(k/8) at which some friction of the grid gives a stable run — "
+                "finite, validation metric better than θ = 0's — below one that does not), "
+                "found by bracketing and bisection at a resolution of 2^(1/8) ≈ 1.09; the "
                 "paper's evidence is the validation-chosen step, reported beside it",
-                "resolution: the grid's spacing (ratios 1.2–2 near the limit)", *no_se]))
+                *stability.censoring_deviation({f"{vr}2nd-HMC": sa, f"{vr}-HMC": sb}),
+                *no_se]))
     return claims
-
-
-def _table(results: list[dict], task: str, s: Settings) -> str:
-    metric = "MSE" if task == "regression" else "LL"
-    rows = [f"{'dataset':<22}{'sampler':<13}{'h':>10}{'D':>9}"
-            f"{metric + ' @1 pass':>22}{'(old: initial counted)':>26}"
-            f"{metric + f' @{s.passes:g} passes':>22}{'largest stable':>16}"]
-    for r in results:
-        for sname, e in r["samplers"].items():
-            if "h" not in e:
-                rows.append(f"{r['dataset']:<22}{sname:<13}  {e.get('error')}")
-                continue
-            fr = "-" if e["friction"] is None else f"{e['friction']:.3g}"
-            a, o, f = e["at_1_pass"], e["at_1_pass_old"], e["final"]
-            big = "/".join(f"{x:.3g}" for x in e["largest_stable"])
-            rows.append(f"{r['dataset']:<22}{sname:<13}{e['h']:>10.2e}{fr:>9}"
-                        f"{a[0]:>13.4g} ± {a[1]:<6.2g}{o[0]:>17.4g} ± {o[1]:<6.2g}"
-                        f"{f[0]:>13.4g} ± {f[1]:<6.2g}  {big}")
-    return "\n".join(rows)
-
-
-def plot_curves(ax, r: dict, regression_label: str = "test MSE",
-                colors: dict | None = None, key: str = "passes") -> None:
-    """One dataset's metric against data passes (``key``: "passes" of sampling or
-    "passes_total"), a line per sampler (LD dashed, 2nd-order dash-dotted); ``colors`` maps
-    sampler names to colours (to match across axes)."""
-    for sname, e in r["samplers"].items():
-        if "mean" in e:
-            style = "--" if sname.endswith("-LD") else ("-." if "2nd" in sname else "-")
-            ax.plot(e.get(key, e["passes"]), e["mean"], style, label=sname,
-                    color=(colors or {}).get(sname))
-    xlabel = "data passes of sampling" if key == "passes" else "data passes (initial counted)"
-    ax.set(xlabel=xlabel, title=f"{r['dataset']} (n = {r['n_train']})",
-           ylabel=regression_label if r["task"] == "regression" else "test log-likelihood")
-    if r["task"] == "regression":
-        ax.set_yscale("log")
-    ax.legend(fontsize=7)
-
-
-def _figure(r: dict, path: str) -> None:
-    fig, axes = pyplot().subplots(1, 2, figsize=(11, 4))
-    colors = {name: f"C{i}" for i, name in enumerate(SAMPLERS)}
-    plot_curves(axes[0], r, colors=colors, key="passes")
-    plot_curves(axes[1], r, colors=colors, key="passes_total")
-    for ax in axes:
-        ax.axvline(1.0, color="0.7", lw=0.8)
-    save(fig, path)
 
 
 def _run_task(task: str, quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
@@ -452,7 +406,7 @@ def _run_task(task: str, quick: bool = False, out: str = "sgmc-reproduce", seed:
     figures = []
     for r in results:
         path = os.path.join(out, f"svrg_hmc_{r['dataset']}.png")
-        _figure(r, path)
+        figure(r, path, SAMPLERS)
         figures.append(path)
     kind = "linear" if task == "regression" else "logistic"
     detail = (f"{', '.join(s.samplers or SAMPLERS)} only, one grid point each, "
@@ -463,7 +417,7 @@ def _run_task(task: str, quick: bool = False, out: str = "sgmc-reproduce", seed:
           f"{s.passes:g} data passes of sampling (after the initial snapshot/table pass), "
           f"{s.seeds} chains (mean ± SE), grid-searched h and D; 'largest stable' = per chain, "
           "the largest grid h·√λ_max (h·λ_max for LD) with a stable run\n")
-    print(_table(results, task, s))
+    print(table(results, task, s.passes))
     print("\npaper: the HMC variants converge markedly faster than SVRG/SAGA-LD within the "
           "first data pass; the 2nd-order (splitting) variants tolerate larger steps.")
     claims = [c for r in results for c in judge_dataset(r, s)]
