@@ -36,7 +36,7 @@ GRID = {
 }
 #: What the full run's pilot chose on 2026-11-27 (docs/experiments.md, ewsg-mnist); the quick
 #: and smoke runs, too short to tune, use it.
-CHOSEN = {"SGLD": (1e-5, None), "pSGLD": (1e-6, None), "SGHMC": (3e-4, 10.0),
+CHOSEN = {"SGLD": (1e-5, None), "pSGLD": (1e-7, None), "SGHMC": (3e-4, 10.0),
           "EWSG": (3e-4, 10.0)}
 
 
