@@ -99,7 +99,7 @@ def _nn_suite(cfg: BenchConfig) -> dict[str, Any]:
     """The nn suite: :mod:`sgmc.lab.bench_nn`, then its size ladder
     (:mod:`sgmc.lab.bench_nn_sizes`, which builds on it), under ``"sizes"``."""
     out = bench_nn(cfg)
-    if out and "models" in out:  # (empty when flax is missing)
+    if out and "models" in out and cfg.nn_sizes:  # (empty when flax is missing)
         out["sizes"] = bench_sizes(cfg)
     return out
 
