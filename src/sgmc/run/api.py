@@ -21,6 +21,7 @@ from sgmc.contracts.kernel import KERNEL_MEMBERS, Kernel
 from sgmc.io import checkpoint as ckpt
 from sgmc.io.lock import claim
 from sgmc.io.sinks import DiskSink, MemorySink
+from sgmc.kernels.coupling import variance as cv_regime
 from sgmc.model.oracle import Problem, require_problem
 from sgmc.result import Result
 from sgmc.run import cache, preflight
@@ -292,6 +293,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
                        predict=predict, kept=kept)
     if diagnose:
         stationarity.warn_if_not_stationary(result, stacklevel=2)
+    cv_regime.warn_if_cv_cannot_help(result, stacklevel=2)
     return result
 
 
@@ -418,4 +420,5 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
         result = execute(run, progress)
     if settings.diagnose:
         stationarity.warn_if_not_stationary(result, stacklevel=2)
+    cv_regime.warn_if_cv_cannot_help(result, stacklevel=2)
     return result

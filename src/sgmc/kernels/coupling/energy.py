@@ -127,14 +127,20 @@ class CVEnergy:
         """σ̃² per adjacent pair (k, k+1): the plug-in estimate (wN/n)² · n · s²(d_i) of
         Var(Ũ_k − Ũ_{k+1}) at the current states and anchors from the per-example terms of one
         minibatch ``idx`` of size n (see the module docstring); ``state`` and ``positions``
-        are stacked over the K replicas. Returns ((K − 1,) variances, evaluations)."""
+        are stacked over the K replicas. The same estimate for *plain* minibatch energies
+        (d_i = L_i(θ_k) − L_i(θ_{k+1})), and their difference Ũ_k − Ũ_{k+1} itself, come from
+        the same L_i(θ_k) at no cost (:mod:`sgmc.kernels.coupling.variance`). Returns ((K − 1,)
+        variances, (K − 1,) plain variances, (K − 1,) plain differences, evaluations)."""
         n = idx.shape[0]
         x = jax.vmap(lambda th: problem.batch_energies(th, idx))(positions)        # (K, n)
         y = jax.vmap(lambda s: problem.batch_energies(s.anchor, idx))(state)       # (K, n)
         e = x + state.coef[:, None] * y
         d = e[:-1] - e[1:]                                                          # (K − 1, n)
         scale = problem.batch_scale(n)
-        return scale * scale * n * jnp.var(d, axis=1, ddof=1), 2 * x.shape[0] * n
+        plug_in = lambda v: scale * scale * n * jnp.var(v, axis=1, ddof=1)
+        plain = jax.vmap(problem.exact_energy)(positions) + scale * jnp.sum(x, axis=1)
+        return (plug_in(d), plug_in(x[:-1] - x[1:]), plain[:-1] - plain[1:],
+                2 * x.shape[0] * n)
 
     def refresh(self, problem, state, theta):
         """New anchor β̂ = θ and its full-data energy (N per-example energies)."""

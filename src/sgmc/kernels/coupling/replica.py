@@ -87,11 +87,8 @@ import jax.numpy as jnp
 from sgmc import _validate as check
 from sgmc._pytree import pytree_dataclass, replace, static
 from sgmc.kernels.coupling.energy import CVEnergy
-from sgmc.kernels.coupling.rules import (
-    PAIR_SCHEDULES,
-    ExchangeContext,
-    swap_energies,
-)
+from sgmc.kernels.coupling.rules import PAIR_SCHEDULES, ExchangeContext
+from sgmc.kernels.coupling.variance import age_variance, replicate_variance
 from sgmc.kernels.dynamics import StepParams
 from sgmc.rng import Rng, as_rng
 from sgmc.schedules import Schedule, as_schedule
@@ -110,6 +107,7 @@ class ReplicaState(NamedTuple):
     batch: Any
     energy: Any
     variance: jax.Array   # (K − 1, A): σ̂² per pair and anchor age (A = m, or 1)
+    plain: jax.Array      # (K − 1, 2): plain energies' σ̂² and swap acceptance (.variance)
     labels: jax.Array     # (K,) int32: the chain each slot holds
     measured: jax.Array   # int32: replicate σ̂² (or c) updates so far
     last_swap: jax.Array  # int32: cool-down window of the last accepted swap (−1: none)
@@ -157,15 +155,22 @@ class ReplicaExchange:
 
     #: The info of a step (the kernel contract, :class:`sgmc.contracts.kernel.Kernel`): counts are
     #: summed over a draw's steps, states (σ̂², the labels) kept at the draw.
-    info_spec = MappingProxyType({"grad_evals": "total", "swaps": "sum",
-                                  "swap_attempts": "sum", "energy_variance": "last",
-                                  "replica_labels": "last"})
+    #: With control-variate energies also ``plain_energy_variance``: σ̂² of plain minibatch
+    #: energy differences at the same states, ages and minibatches (:mod:`.variance`).
+    @property
+    def info_spec(self) -> MappingProxyType:
+        cv = dict.fromkeys(("plain_energy_variance", "plain_swap_weight"),
+                           "last") if self._cv else {}
+        return MappingProxyType({"grad_evals": "total", "swaps": "sum",
+                                 "swap_attempts": "sum", "energy_variance": "last",
+                                 "replica_labels": "last", **cv})
 
     batch_size = property(lambda self: self.sampler.batch_size)
     run_length = property(lambda self: self.sampler.run_length)  # a cyclical base's K
 
     def meta(self) -> dict:
-        return {"output": self.output}
+        period = {"energy_period": self.energy.period} if self._cv else {}
+        return {"output": self.output, **period}
 
     @property
     def positive_schedules(self) -> tuple[str, ...]:
@@ -201,6 +206,11 @@ class ReplicaExchange:
             jnp.stack([jnp.asarray(s(t), jnp.float32) for s in self.step_sizes]),
             jnp.stack([jnp.asarray(s(t), jnp.float32) for s in self.temperatures]),
             jnp.asarray(t, jnp.int32))
+
+    @property
+    def _cv(self) -> bool:
+        """Control-variate swap energies used by the rule (σ̂² of plain ones measured too)."""
+        return isinstance(self.energy, CVEnergy) and self.rule.uses_energy
 
     @property
     def _by_age(self) -> bool:
@@ -255,8 +265,8 @@ class ReplicaExchange:
         # −1 marks an age not yet measured (σ̂² ≥ 0 otherwise).
         variance = jnp.full((k - 1, self._ages), -1.0 if self._by_age else 0.0, jnp.float32)
         return ReplicaState(dyn, base.batcher.init(problem.data_rows, keys[k]), energy,
-                            variance, jnp.arange(k, dtype=jnp.int32), jnp.int32(0),
-                            jnp.int32(-1))
+                            variance, jnp.full((k - 1, 2), -1.0, jnp.float32),
+                            jnp.arange(k, dtype=jnp.int32), jnp.int32(0), jnp.int32(-1))
 
     def init_evals(self, problem) -> int:
         k = self.num_replicas
@@ -273,53 +283,16 @@ class ReplicaExchange:
                           hi=problem.data_rows)
 
     # -- one step -----------------------------------------------------------------------
-    def _measure(self, problem, state: ReplicaState, key):
-        """σ̃² per pair (not per age) and/or c per replica (adaptive) from independent
-        minibatch replicates, smoothed into the state. Returns (state, evals)."""
-        n_data, b = problem.data_rows, self._energy_batch(problem)
-        idx = jax.random.randint(key, (self.num_replicates, b), 0, n_data, dtype=jnp.int32)
-        pos, energy = state.dyn.position, state.energy
-        # The first measurement is at step 0, where every replica sits at the initial point
-        # (σ̃² = 0): the second one replaces it instead of being smoothed into it.
-        gamma = jnp.where(state.measured <= 1, 1.0, self.smoothing)
-        if self.energy.adaptive:
-            x, y = jax.vmap(lambda i: jax.vmap(
-                lambda s, th: self.energy.terms(problem, s, th, i))(energy, pos))(idx)
-            cov = jnp.mean((x - x.mean(0)) * (y - y.mean(0)), axis=0)
-            c_new = -cov / jnp.maximum(jnp.var(y, axis=0), 1e-30)
-            coef = (1 - gamma) * energy.coef + gamma * c_new
-            energy = energy._replace(coef=coef)
-            u = x + coef * y
-        else:
-            u = jax.vmap(lambda i: swap_energies(problem, self.energy, energy, pos, i)[0])(
-                idx)
-        variance = state.variance
-        if not self._by_age:
-            diff = u[:, :-1] - u[:, 1:]                       # (R, K − 1)
-            var = jnp.var(diff, axis=0, ddof=1)[:, None]
-            variance = ((1 - gamma) * variance + gamma * var).astype(jnp.float32)
-        evals = self.num_replicates * self.num_replicas * b * self.energy.evals_per_datum
-        return state._replace(energy=energy, variance=variance,
-                              measured=state.measured + 1), evals
+    def _measure(self, problem, state: ReplicaState, key, t=0):
+        """The replicate σ̂² / c measurement at step t's temperatures
+        (:func:`~sgmc.kernels.coupling.variance.replicate_variance`). Returns (state, evals)."""
+        return replicate_variance(self, problem, state, key, self.params(t).temperature)
 
     def _refresh(self, problem, energy, positions):
         """New anchors β̂ = θ for every replica (a full data pass each)."""
         energy, n_ref = jax.vmap(lambda s, th: self.energy.refresh(problem, s, th))(
             energy, positions)
         return energy, jnp.sum(n_ref)
-
-    def _age_variance(self, problem, state: ReplicaState, key, t):
-        """σ̂² of this step's anchor age j = t mod m: the plug-in σ̃² on a fresh minibatch,
-        smoothed into the table (see the module docstring). Returns (variance table, σ̂²_j
-        (K − 1,), evals)."""
-        j = t % self._ages
-        idx = jax.random.randint(key, (self._energy_batch(problem),), 0, problem.data_rows,
-                                 dtype=jnp.int32)
-        new, evals = self.energy.diff_variance(problem, state.energy, state.dyn.position, idx)
-        old = state.variance[:, j]
-        cur = jnp.where(old < 0, new, (1 - self.smoothing) * old + self.smoothing * new)
-        cur = cur.astype(jnp.float32)
-        return state.variance.at[:, j].set(cur), cur, evals
 
     def _swap(self, problem, state: ReplicaState, key, params: StepParams, attempt,
               allowed=True):
@@ -333,8 +306,10 @@ class ReplicaExchange:
         n_var = 0
         if self.rule.uses_energy and self._by_age:
             k_var = jax.random.split(key, 4)[3]
-            table, var, n_var = self._age_variance(problem, state, k_var, params.t)
-            state = state._replace(variance=jnp.where(allowed, table, state.variance))
+            table, plain, var, n_var = age_variance(self, problem, state, k_var, params.t,
+                                                    params.temperature)
+            state = state._replace(variance=jnp.where(allowed, table, state.variance),
+                                   plain=jnp.where(allowed, plain, state.plain))
         else:
             var = state.variance[:, 0]
         ctx = ExchangeContext(params.temperature, params.t, attempt, var, self.energy,
@@ -366,18 +341,22 @@ class ReplicaExchange:
         n_var = n_ref = zero
         if self._replicates:
             k_var = r_var.key()  # drawn inside the branch
-            small = (state.dyn.position, state.energy, state.variance, state.measured)
+            small = (state.dyn.position, state.energy, state.variance, state.plain,
+                     state.measured)
 
             def measure(parts):
-                pos, energy, var, measured = parts
-                st = state._replace(energy=energy, variance=var, measured=measured)
-                st, n = self._measure(problem, st, k_var)
-                return (pos, st.energy, st.variance, st.measured), jnp.asarray(n, jnp.int32)
+                pos, energy, var, plain, measured = parts
+                st = state._replace(energy=energy, variance=var, plain=plain,
+                                    measured=measured)
+                st, n = self._measure(problem, st, k_var, t)
+                return ((pos, st.energy, st.variance, st.plain, st.measured),
+                        jnp.asarray(n, jnp.int32))
 
             # Only small parts go through the branch (never an estimator's O(N) table).
             small, n_var = jax.lax.cond(t % self.variance_period == 0, measure,
                                         lambda parts: (parts, zero), small)
-            state = state._replace(energy=small[1], variance=small[2], measured=small[3])
+            state = state._replace(energy=small[1], variance=small[2], plain=small[3],
+                                   measured=small[4])
 
         if isinstance(self.energy, CVEnergy):
             # Anchors every m steps, after the replicate measurement (at the oldest anchor).
@@ -408,14 +387,14 @@ class ReplicaExchange:
         k_swap = r_swap.key()  # drawn inside the branch
 
         attempt = (t + 1) // self.swap_every - 1
-        swap_parts = (state.position, state.energy, state.labels, state.variance)
+        swap_parts = (state.position, state.energy, state.labels, state.variance, state.plain)
 
         def swap(parts):
-            pos, energy, labels, var = parts
+            pos, energy, labels, var, plain = parts
             st = self.with_positions(state, pos)._replace(energy=energy, labels=labels,
-                                                           variance=var)
+                                                           variance=var, plain=plain)
             st, acc, act, n = self._swap(problem, st, k_swap, params, attempt, allowed)
-            return ((st.position, st.energy, st.labels, st.variance), acc, act,
+            return ((st.position, st.energy, st.labels, st.variance, st.plain), acc, act,
                     jnp.asarray(n, jnp.int32))
 
         def no_swap(parts):
@@ -437,6 +416,7 @@ class ReplicaExchange:
         swap_parts, acc, act, n_swap = jax.lax.cond(attempt_now, swap, no_swap, swap_parts)
         state = self.with_positions(state, swap_parts[0])._replace(
             energy=swap_parts[1], labels=swap_parts[2], variance=swap_parts[3],
+            plain=swap_parts[4],
             last_swap=jnp.where(jnp.any(acc), window, state.last_swap).astype(jnp.int32))
         # σ̂² this step's swap used (its anchor age's entry when kept per age; 0 if unmeasured).
         used = jnp.maximum(state.variance[:, t % self._ages], 0.0)
@@ -444,4 +424,7 @@ class ReplicaExchange:
                 "swaps": acc.astype(jnp.float32), "swap_attempts": act.astype(jnp.float32),
                 "energy_variance": used,
                 "replica_labels": state.labels.astype(jnp.float32)}
+        if self._cv:  # the plain energies' σ̂² at the same age, alongside (.variance)
+            info["plain_energy_variance"] = jnp.maximum(state.plain[:, 0], 0.0)
+            info["plain_swap_weight"] = jnp.maximum(state.plain[:, 1], 0.0)
         return state, info
