@@ -303,6 +303,9 @@ def _report(table: dict, n: int, passes: int, m: int, kept: int,
             gains = {(v, b): V.paired(sign * each[v][key], sign * each[b][key])
                      for v, b in pairs} or {("VR-reSGHMC", "reSGHMC"): (math.nan, math.nan)}
             (v, b), (eff, se) = min(gains.items(), key=lambda kv: kv[1][0])
+            # Identical model averages (no swap: a cold replica runs SGHMC's trajectory, same
+            # seed and noise) give a gain of exactly 0 with SE 0 by construction.
+            same = v in each and b in each and bool(np.all(each[v][key] == each[b][key]))
             claims.append(V.judge(
                 f"paper (Tables 1–2, Fig. 4): VR-reSGHMC and cVR-reSGHMC improve the {what} "
                 f"over SGHMC and reSGHMC ({label})", eff, se,
@@ -315,15 +318,25 @@ def _report(table: dict, n: int, passes: int, m: int, kept: int,
                                    "VR-reSGHMC 74.7, cVR-reSGHMC 75.0 (%)",
                        "brier": "OOD Brier on SVHN 0.29 (reSGHMC) -> 0.27 (cVR)",
                        "ood_entropy": "higher entropy on SVHN for the VR variants"}[key],
-                deviations=dev, in_regime=False))
-        # Swaps: VR gives more swaps than reSGHMC at the same F (Poisson SEs of the counts).
+                deviations=dev, in_regime=False,
+                exact=(f"{v} and {b} give the same predictions on every test image (no "
+                       "swap: the cold replica followed the same trajectory, same seed)"
+                       if same else "")))
+        # Swaps: VR gives more swaps than reSGHMC at the same F (Poisson SEs of the counts;
+        # with no swap in either, whose Poisson SE would be 0, each count's binomial SE over
+        # its attempts by Laplace's rule, V.proportion, so that 0 swaps claim no certainty).
         for vr in ("VR-reSGHMC", "cVR-reSGHMC"):
             a_, b_ = (r[vr]["swaps_total"], r["reSGHMC"]["swaps_total"]) if (
                 vr in r and "reSGHMC" in r) else (math.nan, math.nan)
+            se, se_over = math.sqrt(a_ + b_), "Poisson counts of one chain"
+            if a_ + b_ == 0:
+                n_a, n_b = r[vr]["attempts_total"], r["reSGHMC"]["attempts_total"]
+                se = math.hypot(n_a * V.proportion(0, n_a)[1], n_b * V.proportion(0, n_b)[1])
+                se_over = (f"binomial counts of one chain, 0 swaps in {n_a} and {n_b} attempts "
+                           "(Laplace's rule)")
             claims.append(V.judge(
                 f"paper (Sec. 5.2): at the same F the variance-reduced energies give more "
-                f"swaps ({vr} vs reSGHMC, {label})", a_ - b_, math.sqrt(a_ + b_),
-                se_over="Poisson counts of one chain",
+                f"swaps ({vr} vs reSGHMC, {label})", a_ - b_, se, se_over=se_over,
                 effect_text=f"swaps({vr}) − swaps(reSGHMC), whole run",
                 measured={k: {"swaps": r[k]["swaps_total"], "attempts": r[k]["attempts_total"],
                               "after_burn_in": r[k]["swaps"]}
