@@ -8,8 +8,10 @@ data passes (per-example gradients / n). Step sizes as in the paper: SGLD and pS
 SGHMC and EWSG 5e-2 with γ = 10, SVRG-LD 5e-4 (K = n). SGHMC and EWSG use the paper's
 integrator, explicit Euler–Maruyama (eq. 3: θ_{k+1} = θ_k + h r_k,
 r_{k+1} = r_k − (∇Ṽ(θ_k) + γ r_k)h + σ√h ξ; ``integrator="explicit"``). Also: EWSG's choices
-of x, and the index-chain length M at n ∈ {20, 50, 100}. Standard errors of a KL are by a
-bootstrap over the independent chains.
+of x, and the index-chain length M at n ∈ {20, 50, 100} (the shift of the best M between
+n = 20 and 100 replicated over data seeds and chains: :mod:`~sgmc.lab.experiments.ewsg_best_m`).
+Standard errors of a KL are by a bootstrap over the independent chains. The target and the
+chain runner live in :mod:`~sgmc.lab.experiments.ewsg_gaussian_target` (re-exported here).
 
 Theorem 4, eq. (6) (Fig. 1j–1l): E|φ̄_K − φ̄|² ≤ C(1/T + (h/T)·(mean SG variance) + h²),
 T = K h, for EWSG with M = 1 (``sghmc(h, friction=γ, batch_size=1, estimator=ewsg(),
@@ -54,45 +56,19 @@ import itertools
 import math
 import os
 import time
-from dataclasses import dataclass
 
 import jax.numpy as jnp
 import numpy as np
 
-from sgmc import Posterior, diagnostics, ewsg, psgld, sample, sghmc, sgld, svrg
+from sgmc import diagnostics, ewsg, psgld, sample, sghmc, sgld, svrg
 from sgmc.lab.experiments import Experiment
 from sgmc.lab.experiments import verdict as V
 from sgmc.lab.experiments._plot import pyplot, save
+from sgmc.lab.experiments.ewsg_best_m import best_m_claim, m_sweep, replicate_shifts
+from sgmc.lab.experiments.ewsg_gaussian_target import INTEGRATOR, kl_curve, problem, run_one
 
-#: The integrator of SGHMC and EWSG here: the paper's eq. (3).
-INTEGRATOR = "explicit"
-
-
-@dataclass(frozen=True)
-class _Quadratic:
-    """log-likelihood −½‖θ − c‖² of one centre c (θ one 2-vector: the sum is over its last
-    axis only, so a stack of per-chain starting points is not mistaken for one point)."""
-
-    def __call__(self, theta, c):
-        return -0.5 * jnp.sum((theta - c) ** 2, axis=-1)
-
-
-def _flat(theta):
-    return jnp.zeros((), theta.dtype)
-
-
-def problem(n: int, seed: int):
-    """The paper's 2-D Gaussian target: ``(posterior, exact mean c̄, exact covariance I/n)``
-    for V(θ) = Σ_i ½‖θ − c_i‖² with n centres c_i ~ N(0, I₂) drawn from ``seed``."""
-    centres = np.random.default_rng(seed).standard_normal((n, 2))
-    return Posterior(_Quadratic(), _flat, centres), centres.mean(0), np.eye(2) / n
-
-
-def kl_curve(draws: np.ndarray, mu, sigma) -> np.ndarray:
-    """KL of the Gaussian fitted over chains at every draw; draws (chains, draws, 2)."""
-    x = np.asarray(draws, np.float64)
-    return np.array([diagnostics.gaussian_kl(x[:, k], mu, sigma) for k in range(x.shape[1])])
-
+__all__ = ["EXPERIMENTS", "INTEGRATOR", "fullgrad_mse_exact", "kl_curve", "mse_study",
+           "phi_path", "problem", "run", "run_one", "samplers"]
 
 def samplers(n: int) -> dict:
     """The paper's samplers and step sizes for data size ``n``, batch 1: name ->
@@ -106,17 +82,6 @@ def samplers(n: int) -> dict:
                        integrator=INTEGRATOR), 2.0),
         "SVRG-LD": (sgld(5e-4, batch_size=1, estimator=svrg(n)), 2.0 + 1.0),
     }
-
-
-def run_one(post, sampler, evals_per_step, n, passes, chains, seed, points=30):
-    """``chains`` independent chains from θ = 0 for ``passes`` data passes (by
-    ``evals_per_step`` evaluations a step, data size ``n``), thinned to ``points`` draws per
-    chain; returns the :class:`sgmc.Result`."""
-    steps = math.ceil(passes * n / evals_per_step)
-    thin = max(1, steps // points)
-    res = sample(post, sampler, jnp.zeros(2), num_steps=thin * points, num_chains=chains,
-                 thin=thin, seed=seed, progress=False)
-    return res
 
 
 #: The smoke run's sizes (module docstring): samplers, chains, passes, draws per curve, the x
@@ -139,7 +104,7 @@ def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0, data_ro
     post, mu, sigma = problem(n, seed)
     result = {"chains": chains, "passes": passes, "integrator": INTEGRATOR, "curves": {},
               "x_choices": {}, "M_sweep": {}, "smoke": smoke}
-    kl_se, x_se, m_last = {}, {}, {}
+    kl_se, x_se = {}, {}
     detail = (f"{' and '.join(SMOKE['samplers'])} only, {chains} chains, {passes} passes, "
               f"x = default and M = 1 only, 2 points per MSE panel")
     if smoke:
@@ -158,16 +123,9 @@ def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0, data_ro
         res = run_one(post, smp, 2.0, n, passes, chains, seed + 2, points=3)
         result["x_choices"][x] = float(kl_curve(res.samples[:, -1:], mu, sigma)[0])
         x_se[x] = _kl_se(np.asarray(res.samples)[:, -1], mu, sigma)
+    ms = SMOKE["M"] if smoke else (1, 4) if quick else (1, 2, 4, 8)
     for n_m in ((20,) if quick or smoke else (20, 50, 100)):
-        post_m, mu_m, sigma_m = problem(n_m, seed)
-        row = {}
-        for m in SMOKE["M"] if smoke else (1, 4) if quick else (1, 2, 4, 8):
-            smp = sghmc(5e-2, friction=10.0, batch_size=1, estimator=ewsg(chain_length=m),
-                        integrator=INTEGRATOR)
-            res = run_one(post_m, smp, m + 1.0, n_m, passes, chains, seed + 3, points=3)
-            row[m] = float(kl_curve(res.samples[:, -1:], mu_m, sigma_m)[0])
-            m_last[n_m, m] = np.asarray(res.samples)[:, -1]
-        result["M_sweep"][n_m] = (row, mu_m, sigma_m)
+        result["M_sweep"][n_m] = m_sweep(n_m, seed, seed + 3, ms, chains, passes)
 
     final = {k: v["kl"][-1] for k, v in result["curves"].items()}
     print(f"EWSG paper, 2-D Gaussian (n = {n}, batch 1, {chains} chains, {passes} data passes; "
@@ -177,11 +135,20 @@ def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0, data_ro
         print(f"{k:<10}{v:>12.4f}{kl_se[k]:>9.4f}")
     print("\nx choice (EWSG, KL at end): " + ", ".join(
         f"{k} {v:.4f} ± {x_se[k]:.4f}" for k, v in result["x_choices"].items()))
-    for n_m, (row, _, _) in result["M_sweep"].items():
+    for n_m, row in result["M_sweep"].items():
         best = min(row, key=row.get)
         print(f"M sweep at n = {n_m}: " + ", ".join(f"M={m} {v:.4f}" for m, v in row.items())
               + f" (best M = {best})")
-    claims = _kl_claims(result, final, kl_se, x_se, m_last, quick, chains, passes)
+    claims = _kl_claims(result, final, kl_se, x_se, quick, chains, passes)
+    # The best M against n: its shift replicated over data seeds and chains (ewsg_best_m).
+    shifts = (replicate_shifts(result["M_sweep"], seed, chains, passes)
+              if len(result["M_sweep"]) > 1 else [])
+    for rep in shifts:
+        print(f"  replication {rep['replication']} (data seed {rep['data_seed']}): best M "
+              + ", ".join(f"{k[7:]} {v}" for k, v in rep.items() if k.startswith("best_M"))
+              + f"; shift of log2(best M) {rep['shift']:+g}")
+    claims.append(best_m_claim(result["M_sweep"], shifts, deviations=_size(quick, chains,
+                                                                           passes)))
     print()
     mse, mse_claims = mse_study(post, mu, n, quick, seed, smoke=smoke)
     claims += mse_claims
@@ -196,17 +163,22 @@ def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0, data_ro
     result.update(claims=published, figures=[path, mse_path], final=final, final_se=kl_se,
                   x_choices_se=x_se, mse=mse)
     result["M_sweep"] = {str(k): {str(m): v for m, v in row.items()}
-                         for k, (row, _, _) in result["M_sweep"].items()}
+                         for k, row in result["M_sweep"].items()}
+    result["M_replications"] = shifts
     return result
 
 
-def _kl_claims(result, final, kl_se, x_se, m_last, quick, chains, passes) -> list[V.Claim]:
-    """The KL claims of Sec. 5.1 (Fig. 1a, 1c, 1d–1h) judged by the rule; SE: bootstrap over
-    the independent chains (the samplers' runs are independent, so SEs of differences add in
+def _size(quick: bool, chains: int, passes: float) -> list[str]:
+    return [f"quick run: {chains} chains and {passes} passes (paper: 10,000 and 30)"] \
+        if quick else []
+
+
+def _kl_claims(result, final, kl_se, x_se, quick, chains, passes) -> list[V.Claim]:
+    """The KL claims of Sec. 5.1 (Fig. 1a, 1c) judged by the rule; SE: bootstrap over the
+    independent chains (the samplers' runs are independent, so SEs of differences add in
     quadrature)."""
     over = f"{chains} chains (bootstrap)"
-    size = ([f"quick run: {chains} chains and {passes} passes (paper: 10,000 and 30)"]
-            if quick else [])
+    size = _size(quick, chains, passes)
     # (A smoke run has some samplers and x choices only: a claim without its runs is NaN.)
     nan = float("nan")
     final = {**dict.fromkeys(("SGLD", "pSGLD", "SGHMC", "EWSG", "SVRG-LD"), nan), **final}
@@ -239,46 +211,6 @@ def _kl_claims(result, final, kl_se, x_se, m_last, quick, chains, passes) -> lis
                           for k, v in result["x_choices"].items()},
                 paper="Fig. 1c: the default x clearly best", deviations=size),
     ]
-    # Best M against n: the shift of log2(best M) from the smallest to the largest n, with a
-    # bootstrap over chains (each (n, M) run resampled independently).
-    sweep = result["M_sweep"]
-    ns = sorted(sweep)
-    ms = sorted(sweep[ns[0]][0])
-
-    def best_log2m(n_m, rng=None):
-        _, mu_m, sigma_m = sweep[n_m]
-        kls = []
-        for m in ms:
-            x = m_last[n_m, m]
-            if rng is not None:
-                x = x[rng.integers(0, x.shape[0], x.shape[0])]
-            kls.append(diagnostics.gaussian_kl(x, mu_m, sigma_m))
-        return math.log2(ms[int(np.argmin(kls))])
-
-    worst = {n_m: min(sweep[n_m][0].values()) for n_m in ns}
-    if len(ns) > 1:
-        shift = best_log2m(ns[-1]) - best_log2m(ns[0])
-        rng = np.random.default_rng(0)
-        boot = [best_log2m(ns[-1], rng) - best_log2m(ns[0], rng) for _ in range(100)]
-        shift_se = float(np.std(boot, ddof=1))
-    else:
-        shift, shift_se = float("nan"), float("nan")
-    failing = [n_m for n_m in ns if worst[n_m] > 0.5]
-    devs = list(size)
-    if len(ns) == 1:
-        devs.append("quick run: n = 20 only, no trend in n can be measured")
-    if failing:
-        devs.append(f"at n = {', '.join(map(str, failing))} the paper's fixed h = 0.05 does not "
-                    f"sample accurately here (KL ≥ {min(worst[k] for k in failing):.2f} for "
-                    "every M), so 'best M' compares failing samplers")
-    claims.append(V.judge(
-        "larger M trades bias for variance: the best M grows with n (Fig. 1d–1h)",
-        shift, shift_se, se_over="chains (bootstrap of the argmin, 100 resamples)",
-        effect_text=f"log2(best M at n = {ns[-1]}) − log2(best M at n = {ns[0]})",
-        measured={str(n_m): {str(m): v for m, v in sweep[n_m][0].items()} for n_m in ns},
-        paper="best M = 19 at n = 50 and 100 (Fig. 1g, 1h), small at n = 20",
-        deviations=[*devs, f"M ∈ {ms} only (the paper's best M reaches 19)"],
-        in_regime=len(ns) > 1 and not failing))
     return claims
 
 

@@ -40,6 +40,14 @@ from sgmc import Objective, gd, gd_x_ld, ld, minimize, sgd, sgd_x_sgld, sgld_opt
 from sgmc.lab.experiments import Experiment
 from sgmc.lab.experiments import verdict as V
 from sgmc.lab.experiments._plot import pyplot, save
+from sgmc.lab.experiments.kde_threshold import (
+    HEURISTIC_T0,
+    PAPER_T0,
+    heuristic_claim,
+    kde_landscape,
+    landscape_lines,
+    threshold_runs,
+)
 from sgmc.objectives import (
     WELL_VARIANCE,
     GaussianWells,
@@ -417,6 +425,26 @@ def run_kde(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
     for name, r in rows.items():
         print(f"  {name:<12}{r['success'][-1]:>9}/{reps:<3}{r['mean_value'][-1]:>12.4f}"
               f"{r['exchanges']:>11.2f}")
+    # The threshold check (kde_threshold): t0 against the KDE's depth, minima and noise, at
+    # the paper's t0 and its heuristic 1e-2, beside the kernel read as a standard deviation
+    # (the old reading) for scale; then SGD×SGLD at other thresholds. Not in a smoke run.
+    check, sweep = {}, []
+    if not smoke:
+        print("\n  threshold check (t0 against the KDE; Alg. 2, Sec. 2.5–2.6, Thm. 4):")
+        for key, var, t0 in (("paper", 0.12, PAPER_T0), ("heuristic", 0.12, HEURISTIC_T0),
+                             ("sd_reading", 0.0144, PAPER_T0))[:2 if quick else 3]:
+            check[key] = kde_landscape(wells, var, seed=seed, threshold=t0)
+            print("\n".join(landscape_lines(check[key], f"variance {var:g}, t0 = {t0:g}")))
+        ts = (HEURISTIC_T0,) if quick else (0.02, HEURISTIC_T0, 0.002)
+        sweep = threshold_runs(kde, x_star, ts, reps, n_steps, seed, tol)
+        if not quick:
+            sd = check["sd_reading"]
+            sweep += [{**r, "kernel_variance": 0.0144} for r in threshold_runs(
+                kde_wells(wells, kernel_variance=0.0144, seed=seed), sd["x_star"], (PAPER_T0,),
+                reps, n_steps, seed, tol)]
+        print("  SGD×SGLD at other thresholds: " + "; ".join(
+            f"t0 = {r['t0']:g}{' (kernel sd 0.12)' if 'kernel_variance' in r else ''}: "
+            f"{r['success']}/{reps}, {r['exchanges']:.1f} exchanges" for r in sweep))
     p = {k: r["success"][-1] / reps for k, r in rows.items()}
     se = {k: V.proportion(r["success"][-1], reps)[1] for k, r in rows.items()}
     meas = {k: {"value": p[k], "se": se[k]} for k in p}
@@ -432,6 +460,15 @@ def run_kde(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
             f"F̂(X) < F̂* + t0 = {f_hat + 0.05:.4f} no exchange can pass the threshold (up to "
             "minibatch noise), so X keeps the first well that deep; how often that is the "
             "global one depends on the unknown weights"]
+    if check:
+        c = check["paper"]
+        devs.append(
+            f"threshold check: t0 = {PAPER_T0:g} is {PAPER_T0 / abs(c['f_star']):.2f} of the "
+            f"KDE's depth; {c['minima_within_threshold']} of its "
+            f"{len(c['local_minima'])} local minima lie within t0 of F̂*, Y0's well (X's "
+            f"after the first exchange) {c['trap_above_f_star']:.4f} above it; the paper's "
+            f"t0 ≤ r0/8 would need t0 ≤ {c['paper_bound_r0_over_8']:.5f}; t0 is "
+            f"{PAPER_T0 / c['noise_se_of_difference']:.1f} minibatch SEs of a difference")
     if quick:
         devs.append(f"quick run: {reps} replications × {n_steps} iterations")
     over = f"{reps} replications (binomial)"
@@ -451,7 +488,13 @@ def run_kde(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0,
                 effect_text=f"P_SGD×SGLD − P_SGD at n = {steps[-1]}", measured=meas,
                 paper="SGD stuck at (0, 1) from (0, 0) (Fig. 12a)", deviations=devs),
     ]
-    result = {"x_star": x_star.tolist(), "weights_seed": wseed, "kernel_variance": 0.12,
+    if sweep:
+        heur = next(r for r in sweep if r["t0"] == HEURISTIC_T0 and "kernel_variance" not in r)
+        claims.append(heuristic_claim(heur, check["heuristic"], HIGH, devs[:1] + (
+            [f"quick run: {reps} replications × {n_steps} iterations"] if quick else []),
+            in_regime=not quick))
+    result = {"threshold_check": check, "threshold_runs": sweep,
+              "x_star": x_star.tolist(), "weights_seed": wseed, "kernel_variance": 0.12,
               "f_hat_star": f_hat, "runner_up_gap": gap, "replications": reps, "steps": steps,
               "rows": rows, "smoke": smoke,
               "claims": V.publish(V.smoke(claims, detail) if smoke else claims,
