@@ -135,6 +135,8 @@ def test_svrg_hmc_bnn_quick(tmp_path, capsys):
         else:
             assert min(final) > np.log(1 / 26)
         # the accounting is stated: 3 evaluations per example in the batch for SVRG
+        for name in ("SVRG-HMC", "SVRG2nd-HMC"):  # the boundary, replicated (issue 36)
+            assert len(r["samplers"][name]["boundary"]) == svrg_hmc_bnn.QUICK.boundary_seeds
         acc = r["accounting"]["SVRG-HMC"]["evals_per_example_in_batch"]
         assert acc == pytest.approx(3, rel=1e-3)  # 2 + (n/K)/b, K = ⌊n/b⌋
     assert (tmp_path / "svrg_hmc_bnn.png").exists()

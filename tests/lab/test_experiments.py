@@ -106,6 +106,9 @@ def test_quick_reproduction(tmp_path, capsys, name, metric):
             assert max(t["h"] for t in entry["grid"]) * result["results"][0]["lambda_max"] \
                 ** 0.5 > 1.95
             assert len(entry["largest_stable"]) == result["settings"]["seeds"]
+        if name_ not in ("SGHMC", "SVRG-LD", "SAGA-LD"):  # the boundary, replicated (issue 36)
+            assert [r["seed"] for r in entry["boundary"]] == [1000, 1001]
+            assert all(r["boundary"] > 0 for r in entry["boundary"])
     # per X ∈ {SVRG, SAGA}: X-HMC and X2nd-HMC vs X-LD at 1 pass, and the larger-step claim
     assert len(result["claims"]) == 6
     assert "(old: initial counted)" in text

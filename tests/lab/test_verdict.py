@@ -109,22 +109,25 @@ def test_check_refuses_holds_without_standard_error(se):
 
 
 def test_svrg_hmc_larger_steps_with_se_zero_is_not_resolved():
-    """The svrg-hmc "larger steps" claim from one grid whose chains agree (concrete: SE 0)
-    reads "not resolved" with the owed replication; with chains that differ it is judged."""
+    """The svrg-hmc "larger steps" claim is judged on the stability boundary replicated over
+    seeds (issue 36): when every seed gives the same boundary ratio (SE 0) it reads "not
+    resolved" with the deviation saying so; with ratios that differ it is judged."""
     from sgmc.lab.experiments import svrg_hmc as S
 
     def result(second, first):
+        rec = lambda bs: [{"boundary": b, "censored": None, "probes": []} for b in bs]
         return {"task": "regression", "dataset": "concrete",
-                "samplers": {"SVRG2nd-HMC": {"largest_stable": second},
-                             "SVRG-HMC": {"largest_stable": first}}}
+                "samplers": {"SVRG2nd-HMC": {"boundary": rec(second)},
+                             "SVRG-HMC": {"boundary": rec(first)}}}
 
     (c,) = [c for c in S.judge_dataset(result([1.4] * 4, [1.2] * 4), S.FULL)
             if "SVRG2nd-HMC tolerates" in c.claim]
     assert c.se == 0 and c.effect > 0 and c.verdict == V.NOT_RESOLVED
     assert S.NO_SE_DEVIATION in c.deviations
     assert sum("no standard error" in d for d in c.deviations) == 1
-    assert "replicate the grid over seeds (owed)" in S.NO_SE_DEVIATION
+    assert "owed" in S.NO_SE_DEVIATION
     V.check_claim_dict(c.to_dict())
     (c,) = [c for c in S.judge_dataset(result([1.4, 1.4, 1.7, 1.4], [1.2] * 4), S.FULL)
             if "SVRG2nd-HMC tolerates" in c.claim]
     assert c.se > 0 and S.NO_SE_DEVIATION not in c.deviations
+    assert c.se_over.startswith("4 seeds")

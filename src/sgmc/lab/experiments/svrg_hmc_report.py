@@ -65,7 +65,7 @@ def figure(r: dict, path: str, samplers) -> None:
 
 def bnn_table(results: list[dict], report_passes) -> str:
     """Per dataset, the metric (mean ± sd over chains) at marks on both axes: evaluation
-    passes of sampling and epochs (steps·b/n)."""
+    passes of sampling and epochs (steps·b/n); then the stability boundary per seed."""
     marks = [str(p) for p in report_passes]
     rows = []
     for r in results:
@@ -90,6 +90,12 @@ def bnn_table(results: list[dict], report_passes) -> str:
                 cells = "".join(f"{e[key][p][0]:>10.4f} ± {e[key][p][1]:<5.3f}"
                                 if p in e[key] else f"{'-':>18}" for p in present)
                 rows.append(f"  {sname:<13}{e['h']:>10.2e}{fr:>9}{cells}")
+        scans = {k: e["boundary_summary"] for k, e in r["samplers"].items()
+                 if "boundary_summary" in e}
+        if scans:  # the replicated stability boundary (issue 36)
+            rows.append("  stability boundary h·√λ_max per seed (geometric mean): " + "; ".join(
+                f"{k} {'/'.join(f'{x:.3g}' for x in b['per_seed'])} ({b['geo_mean']:.3g})"
+                for k, b in scans.items()))
     return "\n".join(rows)
 
 
