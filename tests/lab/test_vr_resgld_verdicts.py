@@ -80,3 +80,40 @@ def test_classifier_full_run_has_both_settings(monkeypatch):
     assert set(vc.run_settings(smoke=True)) == {"cold"}
     monkeypatch.setenv("SGMC_VR_POSTERIOR", "0")
     assert set(vc.run_settings()) == {"cold"}
+
+
+def test_classifier_no_swaps_give_exact_zero_and_a_real_swap_se():
+    """The posterior setting as measured: no replica method swaps, so the cold replicas of
+    reSGHMC and VR-reSGHMC give SGHMC's predictions exactly. The paired gains are then 0 with
+    the reason in ``exact`` (not a silent SE of 0), the swap claims get a binomial SE over the
+    attempts (Laplace's rule) rather than a Poisson SE of 0, and every claim passes
+    check_claim_dict."""
+    rng = np.random.default_rng(0)
+    base = {"accuracy": rng.integers(0, 2, 100).astype(float), "brier": rng.random(100),
+            "ood_entropy": rng.random(100)}
+    # (cVR-reSGHMC better on every score, so the smallest gain is an identical pair's)
+    other = {"accuracy": np.maximum(base["accuracy"], rng.integers(0, 2, 100)),
+             "brier": base["brier"] - 0.05, "ood_entropy": base["ood_entropy"] + 0.05}
+    each = {"SGHMC": base, "reSGHMC": base, "VR-reSGHMC": base, "cVR-reSGHMC": other}
+    rows = {}
+    for name, e in each.items():
+        rows[name] = {k: float(np.mean(v)) for k, v in e.items()}
+        rows[name].update(log_likelihood=-0.2, ece=0.01, seconds=1.0,
+                          se={k: 0.01 for k in e})
+        if name != "SGHMC":
+            rows[name].update(swaps=0, swaps_total=0, swaps_first_m=0, swap_attempts=800,
+                              attempts_total=1600, energy_variance=4e6,
+                              energy_variance_se=6e5, correction_nats=1e6)
+    table = {"posterior": {"tau": [1.0, 5.0], "correction": 1.0, "annealed": False,
+                           "methods": rows}}
+    claims = vc._report(table, 20_000, 8, 100, 32, {"posterior": each})
+    for c in claims:
+        check_claim_dict(c)
+    gains = [c for c in claims if "paired gain" in c["effect_definition"]]
+    assert [c["exact"] is not None for c in gains] == [True, True, True]
+    assert all(c["effect"] == 0 and c["verdict"] == NOT_REGIME for c in gains)
+    swaps = [c for c in claims if "swaps(" in c["effect_definition"]]
+    assert len(swaps) == 2
+    for c in swaps:
+        assert c["effect"] == 0 and c["se"] == pytest.approx(
+            math.hypot(*[1600 * math.sqrt((1 / 1602) * (1601 / 1602) / 1600)] * 2))
