@@ -36,11 +36,13 @@ def registry() -> dict[str, Experiment]:
         svrg_hmc_bnn,
         vr_resghmc_classifier,
         vr_resgld_mixture,
+        vr_resgld_regime,
         warmup_comparison,
     )
 
     exps = [*svrg_hmc.EXPERIMENTS, *ewsg_gaussian.EXPERIMENTS, *ewsg_classification.EXPERIMENTS,
-            *vr_resgld_mixture.EXPERIMENTS, *vr_resghmc_classifier.EXPERIMENTS,
+            *vr_resgld_mixture.EXPERIMENTS, *vr_resgld_regime.EXPERIMENTS,
+            *vr_resghmc_classifier.EXPERIMENTS,
             *gdxld.EXPERIMENTS, *svrg_hmc_bnn.EXPERIMENTS, *warmup_comparison.EXPERIMENTS,
             *cyclical_mixture.EXPERIMENTS, *bnn_uci.EXPERIMENTS]
     return {e.name: e for e in exps}
