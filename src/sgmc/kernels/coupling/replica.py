@@ -42,7 +42,11 @@ and the swap uses σ̂_{k,j}² of its own age j. Each age's entry is thus update
 period, as Alg. 1 updates its single σ̂² every m steps; the cost is one extra minibatch of
 energies per attempt (2Kn evaluations, the swap test's own cost) instead of ``num_replicates``
 minibatches every v steps. The replicas are already apart when the first swap is tested, so
-swaps start at step 0. ``variance_by_age=False`` restores Alg. 1's single σ̂² measured by
+swaps start at step 0. The same per-example energies L_i(θ_k) give, at no extra cost, the σ̃²
+of *plain* minibatch energies at these states and a plain swap's acceptance there, kept
+alongside (``plain_energy_variance``, ``plain_swap_weight`` in the info) so that a run can
+tell whether its control variate helps (:mod:`sgmc.kernels.coupling.variance`).
+``variance_by_age=False`` restores Alg. 1's single σ̂² measured by
 replicates every v steps before the anchors are refreshed (v = m: at the oldest anchor).
 With ``cv_energy(adaptive=True)`` the replicates (every v steps, before the refresh: with
 v = m at the oldest anchor, as Alg. 2 and its reference code) give each replica's coefficient
