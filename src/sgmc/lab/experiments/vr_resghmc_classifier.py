@@ -401,5 +401,5 @@ EXPERIMENTS = [
     Experiment("vr-resghmc-classifier", "BNN 784-100-10 on 20k MNIST images: SGHMC, reSGHMC, "
                "VR-reSGHMC, cVR-reSGHMC — accuracy, Brier, OOD entropy, swaps, σ̂² at "
                "τ = (1, 5), F = 1 and the paper's τ = (0.01, 0.05), F = 1.5e5",
-               "Deng et al., VR-reSGLD, Sec. 5.2–5.3", 6.0, run),
+               "Deng et al., VR-reSGLD, Sec. 5.2–5.3", 7.0, run),
 ]

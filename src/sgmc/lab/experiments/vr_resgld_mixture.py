@@ -436,4 +436,4 @@ def _figure(res: dict, path: str) -> None:
 EXPERIMENTS = [Experiment("vr-resgld-mixture", "1-D Gaussian mixture: SGLD, reSGLD, VR-reSGLD "
                           "swaps, σ̂², mode weights, density; paper settings and mixing "
                           "settings; σ̂² over n/N and η; τ1 = 1",
-                          "Deng et al., VR-reSGLD, Sec. 5.1", 8.0, run)]
+                          "Deng et al., VR-reSGLD, Sec. 5.1", 15.0, run)]
