@@ -56,7 +56,7 @@ def test_heuristic_claim_is_judged_by_the_rule():
     check = {"f_star": -0.087, "minima_within_threshold": 3, "local_minima": [{}] * 6,
              "noise_se_of_difference": 0.012, "paper_bound_r0_over_8": 0.0002,
              "runner_up_gap": 0.0015}
-    row = {"t0": 0.01, "success": 10, "replications": 50, "exchanges": 3.0}
+    row = {"t0": 0.01, "success": 10, "replications": 50, "exchanges": 3.0, "steps": 1000}
     c = heuristic_claim(row, check, 0.9)
     p, se = V.proportion(10, 50)
     assert c.effect == p - 0.9 and c.se == se and c.verdict == V.NOT_HOLD
