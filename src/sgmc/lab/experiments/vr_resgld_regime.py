@@ -67,8 +67,8 @@ def _run(post, h: float, gap: float, m: int | None, steps: int, chains: int, see
     out = {"swaps": swaps.sum(axis=1), "weight": (th[:, :, 0] < PHI / 2).mean(axis=1)}
     if m is None:
         return out
-    per = [cv_regime({k: res.info[k][c:c + 1] for k in CV_KEYS}, burn)
-           for c in range(chains)]
+    # (the kept draws start after burn-in already)
+    per = [cv_regime({k: res.info[k][c:c + 1] for k in CV_KEYS}) for c in range(chains)]
     out["ratio"] = np.array([p["ratio"][0] for p in per])
     out["ratio_plain_mean"] = np.array([p["cv"][0] / p["plain"][0] for p in per])
     w = np.asarray(res.info["plain_swap_weight"][..., 0], np.float64)
