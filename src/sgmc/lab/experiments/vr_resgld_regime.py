@@ -114,8 +114,8 @@ def run(quick: bool = False, out: str = "sgmc-reproduce", seed: int = 0, data_ro
             for m in cfg["periods"]:
                 vr = _run(post, h, gap, m, cfg["steps"], cfg["chains"], seed + 1)
                 cells.append({"h": h, "gap": gap, "m": m, **_cell(vr, plain)})
-    result = {"smoke": smoke, "N": N, "n": BATCH, "tau1": TAU1, "F": 1.0, **cfg,
-              "cells": cells}
+    result = {"smoke": smoke, "size": "smoke" if smoke else "quick" if quick else "full",
+              "N": N, "n": BATCH, "tau1": TAU1, "F": 1.0, **cfg, "cells": cells}
     result["claims"] = _report(result, detail if smoke else None)
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "vr_resgld_regime.png")
@@ -162,8 +162,11 @@ def _report(res: dict, smoke: str | None) -> list[dict]:
            "N = 1e5, τ = (10, 1000), η = 1e-7, m = 40)",
            "σ̂² ratio: the CV σ̂² each swap used over the plain energies' σ̂² measured at the "
            "same states, both weighted by a plain swap's acceptance ω (cv_regime)"]
-    if smoke:
-        dev.append("smoke: h = 3e-4, τ2/τ1 = 40, m ∈ {1, 20} only")
+    size = res.get("size", "full")
+    if size != "full":
+        dev.append(f"{size}: h = 3e-4, τ2/τ1 = 40, m ∈ {{1, 20}} only, {res['chains']} "
+                   f"chains × {res['steps']} steps (full: {FULL['chains']} × {FULL['steps']} "
+                   "over the whole grid)")
 
     def find(h, gap, m):
         return next((c for c in cells if (c["h"], c["gap"], c["m"]) == (h, gap, m)), None)
