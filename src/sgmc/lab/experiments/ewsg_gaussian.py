@@ -570,4 +570,4 @@ def _figure(curves: dict, path: str) -> None:
 EXPERIMENTS = [Experiment("ewsg-gaussian", "2-D Gaussian, 10,000 chains: KL vs data passes for "
                           "SGLD, pSGLD, SGHMC, EWSG, SVRG-LD; x choices; M sweep; Thm. 4 MSE "
                           "slopes against T and h (Fig. 1j-l)",
-                          "Li et al., EWSG, Sec. 5.1", 4.0, run)]
+                          "Li et al., EWSG, Sec. 5.1", 5.0, run)]
