@@ -504,7 +504,7 @@ MUTANTS: list[Mutant] = [
       "if order != list(names) and sorted(order) == sorted(names):", "if False:",
       "like= with reordered names fills the state in the wrong order", T_GUARDS),
     M("run-error-bare", "run/host.py",
-      "return run.failed(RunError, err) if cause is None", "return err if cause is None",
+      "return run.failed(RunError, err) if cause is None else", "return err if cause is None else",
       "a block failing at run time loses the draws made", T_GUARDS),
     M("warmup-bare-interrupt", "tune/warmup.py",
       "raise interrupted(problem, at, passes) from None", "raise",
