@@ -27,6 +27,7 @@ from sgmc import (
 )
 from sgmc.errors import (
     CheckpointError,
+    ControlVariateWarning,
     DataError,
     DivergenceError,
     Interrupted,
@@ -60,6 +61,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CheckpointError",
     "Constraints",
+    "ControlVariateWarning",
     "DataError",
     "DivergenceError",
     "Interrupted",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CheckpointError", "DataError", "DivergenceError", "Interrupted", "MemoryWarning",
-           "RunError", "SamplingWarning", "StorageError"]
+__all__ = ["CheckpointError", "ControlVariateWarning", "DataError", "DivergenceError",
+           "Interrupted", "MemoryWarning", "RunError", "SamplingWarning", "StorageError"]
 
 
 def _carry(error: BaseException, step: int, result: Any, checkpoint: str | None) -> int:
@@ -207,3 +207,11 @@ class SamplingWarning(UserWarning):
     ``warnings.simplefilter("error", sgmc.SamplingWarning)``, or off for one run with
     ``sample(..., diagnose=False)``.
     """
+
+
+class ControlVariateWarning(SamplingWarning):
+    """A replica-exchange run's control-variate swap energies (:func:`sgmc.cv_energy`) had a
+    σ̂² at least that of plain minibatch energies at the same states, where swaps happen: the
+    control variate cannot help there (:func:`sgmc.kernels.coupling.variance.cv_regime`;
+    docs/replica-exchange.md, "When control variates help"). ``sgmc.sample`` and
+    ``sgmc.resume`` end with one (unless ``diagnose=False``)."""

@@ -402,7 +402,8 @@ def _is_bare(tree: PyTree) -> bool:
     return jax.tree_util.treedef_is_leaf(jax.tree.structure(tree))
 
 
-_PAIR_STATS = ("swaps", "swap_attempts", "energy_variance")
+_PAIR_STATS = ("swaps", "swap_attempts", "energy_variance", "plain_energy_variance",
+               "plain_swap_weight")
 
 
 def pool_moments(count: np.ndarray, mean: np.ndarray, m2: np.ndarray) -> dict[str, np.ndarray]:

@@ -30,9 +30,8 @@ def _run(energy, steps=400, seed=1):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = sgmc.sample(POST, smp, jnp.array([30.0]), num_steps=steps, num_chains=4,
-                          burn_in=40, seed=seed, progress=False, init_per_chain=False,
-                          diagnose=False)
-    return res, [w for w in caught if issubclass(w.category, cvv.ControlVariateWarning)]
+                          burn_in=40, seed=seed, progress=False, init_per_chain=False)
+    return res, [w for w in caught if issubclass(w.category, sgmc.ControlVariateWarning)]
 
 
 @pytest.mark.slow  # two compiled programs and 2 × 400 steps: ~15 s of CPU
@@ -74,7 +73,7 @@ def test_the_warning_compares_where_a_plain_swap_would_be_accepted():
     # Plain σ̂² tiny where swaps happen (ω = 1) and huge where they cannot (ω = 0): its mean
     # is 10× the CV one's, but where it matters the CV σ̂² is 4× the plain one's -> warn.
     bad = _Result(cv=[400.0, 400.0], plain=[100.0, 7900.0], weight=[1.0, 0.0])
-    with pytest.warns(cvv.ControlVariateWarning, match=r"m = 20.*σ̂² = 400.*σ̂² = 100"):
+    with pytest.warns(sgmc.ControlVariateWarning, match=r"m = 20.*σ̂² = 400.*σ̂² = 100"):
         cvv.warn_if_cv_cannot_help(bad)
     reg = cvv.cv_regime(bad.info)
     np.testing.assert_allclose(reg["ratio"], 4.0)
@@ -84,7 +83,7 @@ def test_the_warning_compares_where_a_plain_swap_would_be_accepted():
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             cvv.warn_if_cv_cannot_help(good)
-    with pytest.warns(cvv.ControlVariateWarning):   # equal counts as "cannot help"
+    with pytest.warns(sgmc.ControlVariateWarning):   # equal counts as "cannot help"
         cvv.warn_if_cv_cannot_help(_Result([100.0, 100.0], [100.0, 100.0], [1.0, 1.0]))
 
 

@@ -175,7 +175,9 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
             energy evaluation on a minibatch per kept draw, from its own random stream, so
             the draws are those of ``diagnose=False``), and the run ends with their drift
             test (:meth:`sgmc.Result.diagnose`): an :class:`sgmc.SamplingWarning` when the
-            run is not stationary. False: neither.
+            run is not stationary (and, for replica exchange with :func:`sgmc.cv_energy`, an
+            :class:`sgmc.ControlVariateWarning` when its control variate cannot help).
+            False: neither.
         overwrite: True: a ``checkpoint`` path that holds another run is taken over (its
             checkpoints are deleted, its draws folder rewritten). Default False: such a
             path is a ValueError, so that a run never destroys another's draws by accident.
@@ -293,7 +295,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
                        predict=predict, kept=kept)
     if diagnose:
         stationarity.warn_if_not_stationary(result, stacklevel=2)
-    cv_regime.warn_if_cv_cannot_help(result, stacklevel=2)
+        cv_regime.warn_if_cv_cannot_help(result, stacklevel=2)
     return result
 
 
@@ -420,5 +422,5 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
         result = execute(run, progress)
     if settings.diagnose:
         stationarity.warn_if_not_stationary(result, stacklevel=2)
-    cv_regime.warn_if_cv_cannot_help(result, stacklevel=2)
+        cv_regime.warn_if_cv_cannot_help(result, stacklevel=2)
     return result

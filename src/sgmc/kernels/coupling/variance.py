@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sgmc.errors import SamplingWarning
+from sgmc.errors import ControlVariateWarning
 from sgmc.kernels.coupling.energy import CVEnergy
 from sgmc.kernels.coupling.rules import log_swap_ratio, swap_energies
 
@@ -39,11 +39,6 @@ __all__ = ["CV_KEYS", "ControlVariateWarning", "age_variance", "cv_regime",
 #: the control-variate energies (the one each step's swap used), of plain minibatch energies
 #: at the same states (measured alongside), and a plain swap's acceptance there.
 CV_KEYS = ("energy_variance", "plain_energy_variance", "plain_swap_weight")
-
-
-class ControlVariateWarning(SamplingWarning):
-    """A replica-exchange run's control-variate swap energies (``cv_energy``) had a σ̂² at
-    least that of plain minibatch energies: the control variate cannot help there."""
 
 
 def _smooth(old, new, gamma):

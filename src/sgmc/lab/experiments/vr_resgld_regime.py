@@ -37,7 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgmc import cv_energy, minibatch_energy, models, replica_exchange, sample, sgld
-from sgmc.kernels.coupling.variance import CV_KEYS, ControlVariateWarning, cv_regime
+from sgmc.errors import ControlVariateWarning
+from sgmc.kernels.coupling.variance import CV_KEYS, cv_regime
 from sgmc.lab.experiments import Experiment
 from sgmc.lab.experiments import verdict as V
 from sgmc.lab.experiments._plot import pyplot, save
