@@ -425,8 +425,10 @@ CNN_QUICK = {"train": 400, "passes": 1.0, "points": 2, "test": 500}
 #: same function as the MLP rows', are judged without their rivals, NaN), 200 training and
 #: 200 test images.
 CNN_SMOKE = {"train": 200, "passes": 1.0, "points": 2, "test": 200, "samplers": ("EWSG",)}
-#: Size of the MLP rows: data passes (the paper's 200) and draws, evenly spaced.
-MNIST_FULL = {"passes": 200.0, "points": 200}
+#: The paper's run length (Sec. 5.3, Fig. 3: 200 data passes).
+PAPER_PASSES = 200.0
+#: Size of the MLP rows: data passes (the paper's) and draws, evenly spaced.
+MNIST_FULL = {"passes": PAPER_PASSES, "points": 200}
 MNIST_QUICK = {"passes": 1.0, "points": 5}
 #: The smoke run's MLP rows: the first ``train`` training and ``test`` test images, one pass,
 #: ``points`` draws, EWSG and SGHMC only (one compiled program each).
@@ -693,8 +695,9 @@ def mnist_claims(final: dict, correct: dict, passes: float, quick: bool,
     chosen = "; ".join(f"{k} {pilot.label(h, g)}"
                        for k, (h, g) in (settings or pilot.CHOSEN).items())
     deviations = [
-        f"{passes:g} data passes instead of 200" + (" on 10,000 training images (quick run)"
-                                                    if quick else ""),
+        *([f"{passes:g} data passes instead of 200" + (" on 10,000 training images (quick "
+                                                       "run)" if quick else "")]
+          if passes != PAPER_PASSES or quick else []),
         (f"settings chosen by a {pilot.PASSES:g}-pass pilot on {MNIST_VALIDATION:,} held-out "
          "training images (ewsg_mnist_pilot" if tuned else
          "settings of the full run's pilot (not re-tuned: the run is too short") +
@@ -744,5 +747,5 @@ EXPERIMENTS = [
     Experiment("ewsg-mnist", "BNN 784-100-10 (200 passes) and the paper's CNN (1 pass; needs "
                "sgmc[nn]) on MNIST: SGLD, pSGLD, SGHMC, EWSG, test accuracy of the model "
                "average against data passes",
-               "Li et al., EWSG, Sec. 5.3", 28.0, run_mnist),
+               "Li et al., EWSG, Sec. 5.3", 30.0, run_mnist),
 ]
