@@ -13,6 +13,7 @@ from sgmc.lab.experiments import verdict as V
     (0.005, 0.19 * math.sqrt(2), V.NOT_RESOLVED),   # the old demo's SVRG-HMC "yes"
     (2.01, 1.0, V.HOLDS), (2.0, 1.0, V.NOT_RESOLVED), (1.99, 1.0, V.NOT_RESOLVED),
     (-2.01, 1.0, V.NOT_HOLD), (-2.0, 1.0, V.NOT_RESOLVED),
+    (0.1 * 3, 0.15, V.NOT_RESOLVED), (-0.1 * 3, 0.15, V.NOT_RESOLVED),  # 2 SE up to rounding
     (0.1, 0.0, V.NOT_RESOLVED), (-0.1, 0.0, V.NOT_RESOLVED), (0.0, 0.0, V.NOT_RESOLVED),
     (float("nan"), 1.0, V.NOT_RESOLVED), (1.0, float("nan"), V.NOT_RESOLVED),
 ])

@@ -120,9 +120,17 @@ def z_score(effect: float, se: float) -> float:
     return math.copysign(math.inf, effect) if effect != 0 else 0.0
 
 
+#: A z within this relative distance of ±2 is a tie, not "beyond 2 SE": an effect of exactly
+#: 2 SE computed in floating point can land a rounding error above it (0.1·3 / 0.15 =
+#: 2.0000000000000004; a quantised stability boundary gave 0.25 ± 0.125 this way).
+Z_TIE = 1e-9
+
+
 def outcome_of(z: float) -> str:
-    """The rule on z: holds above 2, does not hold below −2, else (nan too) not resolved."""
-    return HOLDS if z > 2 else NOT_HOLD if z < -2 else NOT_RESOLVED
+    """The rule on z: holds above 2, does not hold below −2, else (nan too, and a tie at ±2
+    up to rounding, :data:`Z_TIE`) not resolved."""
+    edge = 2.0 * (1.0 + Z_TIE)
+    return HOLDS if z > edge else NOT_HOLD if z < -edge else NOT_RESOLVED
 
 
 def _no_se(se: float) -> bool:
