@@ -109,7 +109,6 @@ _RUNNERS: dict[str, Callable[[BenchConfig], dict[str, Any]]] = {
     "fullpass": bench_fullpass, "nn": _nn_suite}
 
 
-
 def run(quick: bool = False, only: Sequence[str] | None = None,
         json_path: str | os.PathLike | None = None,
         config: BenchConfig | None = None) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from sgmc.contracts.kernel import KERNEL_MEMBERS, Kernel
 from sgmc.io import checkpoint as ckpt
 from sgmc.io.lock import claim
 from sgmc.io.sinks import DiskSink, MemorySink
-from sgmc.kernels.coupling import variance as cv_regime
+from sgmc.kernels.coupling.variance import warn_if_cv_cannot_help
 from sgmc.model.oracle import Problem, require_problem
 from sgmc.result import Result
 from sgmc.run import cache, preflight
@@ -294,8 +294,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
         result = start(problem, sampler, positions, settings, progress, mesh, spec,
                        predict=predict, kept=kept)
     if diagnose:
-        stationarity.warn_if_not_stationary(result, stacklevel=2)
-        cv_regime.warn_if_cv_cannot_help(result, stacklevel=2)
+        _post_run_checks(result)
     return result
 
 
@@ -421,6 +420,12 @@ def resume(path: str | os.PathLike, problem: Problem, sampler: Kernel,
     with claim(path if goes_on else None, run=settings.run_id, resuming=True):
         result = execute(run, progress)
     if settings.diagnose:
-        stationarity.warn_if_not_stationary(result, stacklevel=2)
-        cv_regime.warn_if_cv_cannot_help(result, stacklevel=2)
+        _post_run_checks(result)
     return result
+
+
+def _post_run_checks(result: Result) -> None:
+    """The warnings ``diagnose=True`` ends a run with (at the caller of ``sample``/``resume``):
+    drift of the kept draws' statistics; a control variate that cannot help."""
+    stationarity.warn_if_not_stationary(result, stacklevel=3)
+    warn_if_cv_cannot_help(result, stacklevel=3)
