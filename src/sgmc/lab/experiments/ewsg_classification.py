@@ -438,20 +438,9 @@ CNN_SKIPPED = ("CNN rows skipped: the EWSG paper's CNN is written with Flax, an 
                "dependency: pip install 'sgmc[nn]'")
 
 
-def _cnn_sampler(name: str, h: float, friction: float | None):
-    b = MNIST_BATCH
-    if name == "SGLD":
-        return sgld(h, batch_size=b), 1
-    if name == "pSGLD":
-        return psgld(h, batch_size=b), 1
-    est = {"estimator": ewsg()} if name == "EWSG" else {}
-    return sghmc(h, friction=friction, batch_size=b, integrator=INTEGRATOR, **est), (
-        2 if name == "EWSG" else 1)
-
-
 def mnist_cnn_samplers() -> dict:
     """name -> (sampler, gradients per minibatch slot per step) for the CNN rows."""
-    return {k: _cnn_sampler(k, h, g) for k, (h, g) in CNN_SETTINGS.items()}
+    return {k: pilot.sampler(k, h, g, INTEGRATOR) for k, (h, g) in CNN_SETTINGS.items()}
 
 
 class _CNNPredictor:
@@ -485,7 +474,7 @@ def cnn_pilot(steps: int = 120, val: int = 2_000, seed: int = 0, data_root=None,
     scores = {}
     for name, settings in (CNN_PILOT_GRID if grid is None else grid).items():
         for h, g in settings:
-            smp, _ = _cnn_sampler(name, h, g)
+            smp, _ = pilot.sampler(name, h, g, INTEGRATOR)
             try:
                 res = sample(post, smp, init, num_steps=steps, thin=steps // 4,
                              seed=seed + 1, progress=False)

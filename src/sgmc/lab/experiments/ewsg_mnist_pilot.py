@@ -41,7 +41,7 @@ CHOSEN = {"SGLD": (1e-5, None), "pSGLD": (1e-7, None), "SGHMC": (3e-4, 10.0),
 
 
 def sampler(name: str, h: float, friction: float | None, integrator: str = "explicit"):
-    """(sampler, minibatch gradients per step) for one setting of the MLP rows."""
+    """(sampler, minibatch gradients per step) for one setting of the MLP or CNN rows."""
     if name == "SGLD":
         return sgld(h, batch_size=BATCH), 1
     if name == "pSGLD":
