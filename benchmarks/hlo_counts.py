@@ -9,6 +9,7 @@ depend on the machine; these counts do not, so a CPU run is a proxy for a GPU's.
 
     python benchmarks/hlo_counts.py                  # 784-1000-1000-10 MLP, batch 1000
     python benchmarks/hlo_counts.py --hidden 100 --layers 1 --batch 100
+    python benchmarks/hlo_counts.py --keep hlo/     # also keep the two modules' text
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import collections
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -151,6 +153,7 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--keep", metavar="DIR", help="copy both optimised modules into DIR")
     ap.add_argument("--child", choices=("sgd", "sgmc"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -162,10 +165,14 @@ def main() -> None:
             env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") +
                                               f" --xla_dump_to={tmp} --xla_dump_hlo_as_text"))
             subprocess.run([sys.executable, __file__, "--child", which,
-                            *(f"--{k}={v}" for k, v in vars(a).items() if k != "child")],
+                            *(f"--{k}={v}" for k, v in vars(a).items()
+                              if k not in ("child", "keep"))],
                            env=env, check=True)
             (path,) = [p for p in glob.glob(f"{tmp}/*jit_{module}*after_optimizations.txt")]
             bodies = loop_bodies(open(path).read(), largest // 4)
+            if a.keep:
+                os.makedirs(a.keep, exist_ok=True)
+                shutil.copy(path, os.path.join(a.keep, f"{which}.txt"))
         print(f"\n{which} ({module}): loop bodies, outermost first")
         for b in bodies:
             keep = ("fusion", "copy", "custom-call", "dot", "while", "call")

@@ -62,6 +62,7 @@ T_GUARDS = ("tests/run/test_run_guards.py",)
 T_WARMUP_INT = ("tests/tune/test_warmup_interrupt.py",)
 T_NET = ("tests/tune/test_network_guard.py",)
 T_OPT_INT = ("tests/run/test_optimize_interrupt.py",)
+T_DIV = ("tests/run/test_driver.py",)
 
 
 @dataclass(frozen=True)
@@ -246,20 +247,28 @@ MUTANTS: list[Mutant] = [
     M("tune-largest-step-coarse-bisection", "tune/rules.py",
       "while hi / lo > 1.0 + 1e-4:", "while hi / lo > 1.1:",
       "largest_step stops at the growth factor's bracket (up to 10 % short)", T_RULES),
-    # -- predictive moments (driver/loop.py, Welford) ---------------------------------------
-    M("welford-m2-old-mean", "run/loop.py",
+    # -- predictive moments (run/moments.py, Welford) ---------------------------------------
+    M("welford-m2-old-mean", "run/moments.py",
       "return Moments(n, mean, m.m2 + delta * (x - mean))",
       "return Moments(n, mean, m.m2 + delta * delta)",
       "Welford's M₂ adds δ² (the old mean twice) instead of δ(x − μ_new)", T_PRED),
-    M("welford-mean-old-count", "run/loop.py",
+    M("welford-mean-old-count", "run/moments.py",
       "mean = m.mean + delta / n.astype(m.mean.dtype)",
       "mean = m.mean + delta / (m.count + 2).astype(m.mean.dtype)",
       "Welford's mean step δ/(n + 1) (the count off by one)", T_PRED),
     M("predictive-observes-every-step", "run/loop.py",
-      "return jax.lax.cond(kept(t, done), lambda m: welford(m, predict_b(draw(states))),",
-      "return jax.lax.cond(kept(t, True), lambda m: welford(m, predict_b(draw(states))),",
+      "return jax.lax.cond(kept(t, done), lambda m: welford_b(m, predict_b(draw(states))),",
+      "return jax.lax.cond(kept(t, True), lambda m: welford_b(m, predict_b(draw(states))),",
       "predictive moments ignore the `done` flag (a finished chunk's extra steps counted)",
       T_PRED),
+    # -- divergence: finiteness checked after every draw (run/loop.py) ---------------------
+    M("finite-not-checked-at-draws", "run/loop.py",
+      "                c = p.check(states, c, t_end)\n", "",
+      "a block of draws never checks its states: a diverged chain goes on unnoticed", T_DIV),
+    M("finite-checked-one-step-late", "run/loop.py",
+      "                c = p.check(states, c, t_end)\n",
+      "                c = p.check(states, c, t_end + 1)\n",
+      "the first bad step recorded one step after the draw that found it", T_DIV),
     # -- pooling the chains' moments (result.py, Chan et al.) ----------------------------------
     M("pool-no-between-chain-term", "result.py",
       "m2_all = m2.sum(axis=0) + (n_c * dev**2).sum(axis=0)", "m2_all = m2.sum(axis=0)",

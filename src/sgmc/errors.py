@@ -19,7 +19,10 @@ class DivergenceError(FloatingPointError):
     """A chain's state became non-finite (NaN or inf).
 
     Attributes:
-        step: the number of steps taken when the first chain's state became non-finite.
+        step: the number of steps taken when a chain's state was first found non-finite.
+            States are checked after every draw (every ``thin`` steps, burn-in's draws
+            included), not per step, so it became non-finite within the ``thin`` steps
+            before; the draws kept are the same either way.
         chain: the index of that chain.
         replica: for a kernel that stacks replicas (replica exchange), the first replica
             (slot, in the order of its temperatures) whose position became non-finite at
@@ -38,7 +41,7 @@ class DivergenceError(FloatingPointError):
             f", replica {self.replica} (slot {self.replica} of the temperature ladder, "
             "0 = coldest)," if self.replica is not None else "")
         super().__init__(
-            f"{where} diverged (non-finite state) at step {self.step}; "
+            f"{where} diverged (non-finite state found at step {self.step}); "
             f"{n} draws per chain kept before it are in .result. A smaller step size "
             "(or, for SGHMC, a larger friction · step size margin) usually helps.")
 

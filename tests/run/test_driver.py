@@ -203,6 +203,25 @@ def test_divergence_raises_with_earlier_draws_intact(post):
     np.testing.assert_array_equal(kept.samples[:, :150], good.samples)
 
 
+@pytest.mark.parametrize("burn_in", [0, 12])
+def test_divergence_is_found_at_the_draw_after_it_for_any_block_size(post, burn_in):
+    # Finiteness is checked after every draw, not per step: the step reported ends the
+    # draw interval in which the state overflowed, and the error is the same whatever the
+    # blocks (one draw per block, four, the default).
+    jump = sgmc.schedules.from_function(lambda t: jnp.where(t < 300, 2e-4, 1.0))
+    errs = []
+    for per_block in (1, 4, None):
+        with pytest.raises(sgmc.DivergenceError) as info:
+            sgmc.sample(post, sgmc.sgld(jump, batch_size=20), jnp.zeros(2), num_steps=1000,
+                        burn_in=burn_in, thin=7, seed=9, draws_per_block=per_block)
+        errs.append(info.value)
+    assert len({e.step for e in errs}) == 1
+    step = errs[0].step
+    assert 300 < step < 400 and (step - burn_in % 7) % 7 == 0
+    for e in errs[1:]:
+        np.testing.assert_array_equal(e.result.samples, errs[0].result.samples)
+
+
 def test_to_arviz_and_summary(post):
     pytest.importorskip("arviz")
     res = sgmc.sample(post, SAMPLER, jnp.zeros(2), num_steps=200, num_chains=2, thin=2)

@@ -114,7 +114,7 @@ def test_periodic_work_stays_a_branch_over_many_chains(post):
 def test_draws_do_not_depend_on_the_chunking(post, thin, per_block, name, monkeypatch):
     # Chunks of many draws (thin small), chunks within one draw (thin > chunk), prime
     # sizes: every way of drawing the randomness ahead gives the same draws bitwise, as
-    # one step at a time does (chunk limit 1).
+    # steps that draw their own do (chunk limit 1: live mode, as on an accelerator).
     sampler = SAMPLERS[name]()
     kw = dict(num_steps=3 * thin * per_block + thin + 5, burn_in=thin + 2, thin=thin,
               num_chains=2, progress=False, draws_per_block=per_block)
@@ -126,6 +126,21 @@ def test_draws_do_not_depend_on_the_chunking(post, thin, per_block, name, monkey
     assert ref.info.keys() == one.info.keys()
     for k in ref.info:
         np.testing.assert_array_equal(ref.info[k], one.info[k])
+    jax.clear_caches()
+
+
+@pytest.mark.parametrize("name", ["sghmc", "vr-resgld", "svrg-ld"])
+def test_live_draws_do_not_depend_on_the_block_size(post, name, monkeypatch):
+    # Live mode (an accelerator, or a large model): each step draws its own randomness
+    # inside the barriers; blocks of 1, 3 and 7 draws, a partial last block and leftover
+    # steps all give the same draws bitwise.
+    monkeypatch.setattr(loop, "CHUNK_BYTES", 1)
+    jax.clear_caches()
+    kw = dict(num_steps=5 * 23 + 7 + 3, burn_in=7, thin=5, num_chains=2, progress=False)
+    runs = [sgmc.sample(post, SAMPLERS[name](), jnp.zeros(D), draws_per_block=n, **kw)
+            for n in (7, 1, 3)]
+    for run in runs[1:]:
+        np.testing.assert_array_equal(runs[0].samples, run.samples)
     jax.clear_caches()
 
 

@@ -26,9 +26,10 @@ from sgmc.model.oracle import Problem, require_problem
 from sgmc.result import Result
 from sgmc.run import cache, preflight
 from sgmc.run.host import Run, execute
-from sgmc.run.loop import Counters, Moments, drawn, init_chains
+from sgmc.run.loop import Counters, drawn, init_chains
 from sgmc.run.memory import check_run_memory
 from sgmc.run.mesh import check_mesh
+from sgmc.run.moments import Moments
 from sgmc.run.plan import (
     BLOCK_SECONDS,
     PRNG_IMPLS,
@@ -269,8 +270,7 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
     block_seconds = BLOCK_SECONDS if (draws_per_block is None and problem.stream is None
                                       and not unroll and jax.process_count() == 1) else None
     if draws_per_block is None:
-        bytes_per_draw = num_chains * sum(x[0].size * x.dtype.itemsize
-                                          for x in jax.tree.leaves(positions))
+        bytes_per_draw = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(positions))
         cap = None if checkpoint_every is None else max(1, checkpoint_every // thin)
         if unroll:  # a block is one straight-line program of draws_per_block × thin steps
             cap = min(cap or total_draws, max(1, MAX_UNROLLED_STEPS // thin))

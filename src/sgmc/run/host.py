@@ -84,7 +84,7 @@ class Run:
     until it writes one).
 
     With ``predict`` (a function of one draw), ``cursor.moments`` holds the chains'
-    running moments of it (:class:`sgmc.run.loop.Moments`; None without), carried by the
+    running moments of it (:class:`sgmc.run.moments.Moments`; None without), carried by the
     compiled blocks and checkpointed with the states. ``mask`` is :func:`stored_mask`.
     """
 

@@ -12,27 +12,31 @@ count (a traced trip count cost 25–35 % more per step on XLA:CPU; with ``unrol
 are written out with no loop at all), and :func:`run_steps` a traced number, for a run's
 leftovers (a partial last block, burn-in steps that do not fill a draw).
 
-Randomness ahead (:mod:`sgmc.rng`): the draws of up to :data:`MAX_CHUNK` steps are made in one
-batched call (the step run in *record* mode under ``vmap`` over steps, everything but its
-draws removed as dead code), then the steps run in *replay* mode. Optimisation barriers keep
-the draws apart from the steps' arithmetic, and the arithmetic fused the same way in every
-loop structure, so the draws are bitwise the same for any block size (measured on an H100:
-without them a step was 3 µs faster for a 79.5k-parameter MLP, no faster for larger ones).
-Threefry keys only: JAX batches ``rbg`` keys by drawing the whole batch from its first key, so
-rbg steps draw their own (live mode).
+Randomness ahead (:mod:`sgmc.rng`): the draws of up to :data:`MAX_CHUNK` steps are made in
+one batched call (the step run in *record* mode under ``vmap`` over steps, everything but its
+draws removed as dead code), then the steps run in *replay* mode. That pays on a CPU as soon
+as two steps' draws fit in :data:`CHUNK_BYTES`, on an accelerator only when all
+:data:`MAX_CHUNK` do (≤ 32 KiB a step). Otherwise each step draws its own (*live* mode), and
+the noise fuses into the update instead of going through memory: on an H100, live was 3 µs a
+step faster for a 79.5k-parameter MLP (318 KB of draws a step), 9 µs for a 1.8M one and
+235 µs for a 36.8M one, and 2–3 µs slower for logistic regressions (< 1 KB a step).
+Optimisation barriers keep every step's arithmetic (with its key, in live mode) apart from
+the rest, fused the same way in every loop structure, so the draws are bitwise the same for
+any block size. Threefry keys only: JAX batches ``rbg`` keys by drawing the whole batch
+from its first key, so rbg steps are always live.
+
+Finiteness is checked after every draw (every ``thin`` steps, burn-in's draws included) and
+at the end of the run's leftover programs, not per step: ``Counters.bad_step`` is the first
+such check that found a chain's position non-finite.
 
 Predictive averages (``sample(..., predict=fn)``): at every kept draw — the draw after step t
 with lo ≤ t < hi (``window``: after burn-in, before the steps left over after the last draw)
 and ``kernel.keeps(t)`` — each chain adds x = fn(draw) to its running moments
-(:class:`Moments`) by Welford's update
-
-    n ← n + 1,   δ = x − μ,   μ ← μ + δ / n,   M₂ ← M₂ + δ·(x − μ),
-
-which stays accurate in float32 over millions of draws (a running sum of squares would
-cancel). The predicate is one unbatched boolean (t is shared by the chains), so the update
-sits under a real ``lax.cond``: fn runs only at kept draws. The drift statistics
-(``sample(..., diagnose=True)``, :mod:`sgmc.run.stats`) are computed under the same
-predicate, from their own random stream, apart from the steps' arithmetic.
+(Welford's update, :mod:`sgmc.run.moments`). The predicate is one unbatched boolean (t is
+shared by the chains), so the update sits under a real ``lax.cond``: fn runs only at kept
+draws. The drift statistics (``sample(..., diagnose=True)``, :mod:`sgmc.run.stats`) are
+computed under the same predicate, from their own random stream, apart from the steps'
+arithmetic.
 """
 
 from __future__ import annotations
@@ -47,9 +51,10 @@ import numpy as np
 from sgmc._tree import all_finite
 from sgmc.contracts.kernel import check_info
 from sgmc.rng import Rng, record, replay
+from sgmc.run.moments import welford
 from sgmc.run.stats import STREAM, stacks_replicas, statistics
 
-__all__ = ["CHUNK_BYTES", "MAX_CHUNK", "Counters", "Moments", "init_chains", "run_block",
+__all__ = ["CHUNK_BYTES", "MAX_CHUNK", "Counters", "init_chains", "run_block",
            "run_steps"]
 
 #: Most steps whose randomness is drawn at once, and the most memory those draws may take
@@ -63,7 +68,7 @@ class Counters(NamedTuple):
 
     evals_hi: jax.Array  # per-example gradient evaluations, as a 64-bit (hi, lo) uint32 pair
     evals_lo: jax.Array
-    bad_step: jax.Array  # index of the first step whose result was non-finite, or -1
+    bad_step: jax.Array  # the first checked step whose state was non-finite, or -1
     # At that step, the first replica (num_replicas > 1) with a non-finite position, else -1.
     bad_replica: jax.Array
 
@@ -72,52 +77,17 @@ class Counters(NamedTuple):
 
     @classmethod
     def start(cls, num_chains: int, init_evals: int) -> Counters:
-        """Counters of ``num_chains`` fresh chains whose ``init`` spent ``init_evals``."""
+        """Counters of ``num_chains`` fresh chains whose ``init`` spent ``init_evals`` (host
+        arrays: they travel with the first block's arguments, no device call of their own)."""
         n = num_chains
-        return cls(jnp.full(n, init_evals >> 32, jnp.uint32),
-                   jnp.full(n, init_evals & 0xFFFFFFFF, jnp.uint32),
-                   jnp.full(n, -1, jnp.int32), jnp.full(n, -1, jnp.int32))
+        return cls(np.full(n, init_evals >> 32, np.uint32),
+                   np.full(n, init_evals & 0xFFFFFFFF, np.uint32),
+                   np.full(n, -1, np.int32), np.full(n, -1, np.int32))
 
     @classmethod
     def template(cls, num_chains: int) -> Counters:
         """Shapes and dtypes of ``num_chains`` chains' counters (to restore a checkpoint)."""
         return cls(*(jax.ShapeDtypeStruct((num_chains,), t) for t in cls.DTYPES))
-
-
-class Moments(NamedTuple):
-    """Per-chain running moments of ``predict(draw)`` over the kept draws (module docstring):
-    count n, mean μ and M₂ = Σ (x − μ)², leaves (num_chains, ...) (checkpointed as leaves)."""
-
-    count: jax.Array  # int32 (num_chains,)
-    mean: jax.Array   # (num_chains, *out), float32 (float64 for a float64 output)
-    m2: jax.Array
-
-    @staticmethod
-    def dtype(out: Any) -> Any:
-        """The accumulators' dtype for an output of dtype ``out.dtype``."""
-        return jnp.promote_types(out.dtype, jnp.float32) if jnp.issubdtype(
-            out.dtype, jnp.floating) else jnp.dtype(jnp.float32)
-
-    @classmethod
-    def template(cls, num_chains: int, out: Any) -> Moments:
-        """Shapes and dtypes of ``num_chains`` chains' moments of an output shaped ``out``."""
-        shape, dtype = (num_chains, *out.shape), cls.dtype(out)
-        return cls(jax.ShapeDtypeStruct((num_chains,), jnp.int32),
-                   jax.ShapeDtypeStruct(shape, dtype), jax.ShapeDtypeStruct(shape, dtype))
-
-    @classmethod
-    def start(cls, num_chains: int, out: Any) -> Moments:
-        """Empty moments (no draw yet)."""
-        return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), cls.template(num_chains, out))
-
-
-def _welford(m: Moments, x: jax.Array) -> Moments:
-    """One chain's moments with x added: n ← n + 1, δ = x − μ, μ ← μ + δ/n, M₂ ← M₂ + δ(x − μ)."""
-    n = m.count + 1
-    x = jnp.asarray(x, m.mean.dtype)
-    delta = x - m.mean
-    mean = m.mean + delta / n.astype(m.mean.dtype)
-    return Moments(n, mean, m.m2 + delta * (x - mean))
 
 
 def _first_bad_replica(position: Any) -> jax.Array:
@@ -166,6 +136,7 @@ class _Parts(NamedTuple):
     chunk: int         # most steps whose randomness is drawn at once
     randomness: Any    # (t, K) -> the draws of steps t .. t + K − 1 (None: live mode)
     one_step: Any      # (t, states, counters, draws, i) -> (states, counters, info)
+    check: Any         # (states, counters, t, done) -> counters with non-finite states marked
     accumulate: Any
     record: Any
     outer: Any
@@ -240,16 +211,22 @@ def _parts(problem, kernel, states, counters, run_keys, t0, moments=None, window
     threefry = str(jax.random.key_impl(keys)) == "threefry2x32"
     draw_shapes = jax.eval_shape(batch(recorded, in_axes=(0, 0, None)), states, keys, t0)
     per_step = sum(_nbytes(x) for x in jax.tree.leaves(draw_shapes))
-    if not threefry or per_step == 0:
+    fits = CHUNK_BYTES // max(1, per_step)
+    least = 2 if jax.default_backend() == "cpu" else MAX_CHUNK  # module docstring
+    chunk = min(MAX_CHUNK, fits) if threefry and per_step and fits >= least else 1
+    if chunk < 2:
+        # Live (module docstring). The key passes the barrier with the state: nothing of
+        # step t + 1 can be computed, or fused, with step t.
+        guard = jax.lax.optimization_barrier if threefry and per_step else (lambda x: x)
         chunk = 1
 
         def randomness(t, k):
             return None
 
         def moved(t, states, draws, i):
-            return live_b(states, fold(keys, t), t)
+            states, key = guard((states, fold(keys, t)))
+            return guard(live_b(states, key, t))
     else:
-        chunk = max(1, min(MAX_CHUNK, CHUNK_BYTES // max(1, per_step)))
         record_b = batch(recorded, in_axes=(0, 0, None))
         replay_b = batch(replayed, in_axes=(0, 0, None))
 
@@ -273,13 +250,23 @@ def _parts(problem, kernel, states, counters, run_keys, t0, moments=None, window
         """Step t of every chain, with its randomness ``draws[i]``: (states, counters, info)."""
         states, info = moved(t, states, draws, i)
         hi, lo = _add_u64(c.evals_hi, c.evals_lo, info["grad_evals"])
-        if stacked:
-            ok, replica = replica_check(states.position)
-        else:
-            ok, replica = finite(states.position), c.bad_replica
-        fresh = (c.bad_step < 0) & ~ok
-        bad = jnp.where(fresh, t, c.bad_step)
-        return states, Counters(hi, lo, bad, jnp.where(fresh, replica, c.bad_replica)), info
+        return states, c._replace(evals_hi=hi, evals_lo=lo), info
+
+    def check(states, c, t, done=True):
+        """``c`` with step t recorded as the first bad one of each chain whose position is
+        non-finite (not yet recorded), if ``done``. Checked after every draw and at the end
+        of a program, never per step: a pass over a large model's parameters cost 5 % of an
+        H100's step (the draws kept are the same: a non-finite state stays non-finite)."""
+        def mark(c):
+            if stacked:
+                ok, replica = replica_check(states.position)
+            else:
+                ok, replica = finite(states.position), c.bad_replica
+            fresh = (c.bad_step < 0) & ~ok
+            return c._replace(bad_step=jnp.where(fresh, t, c.bad_step),
+                              bad_replica=jnp.where(fresh, replica, c.bad_replica))
+
+        return mark(c) if done is True else jax.lax.cond(done, mark, lambda c: c, c)
 
     def accumulate(acc, info, fresh):
         return {k: jnp.asarray(info[k], jnp.float32) if spec[k] == "last" else
@@ -313,17 +300,17 @@ def _parts(problem, kernel, states, counters, run_keys, t0, moments=None, window
             out["draw_stats"] = draw_statistics(states, t, done)
         return out
 
-    welford = batch(_welford, in_axes=(0, 0))
+    welford_b = batch(welford, in_axes=(0, 0))
     predict_b = None if predict is None else batch(predict, in_axes=0)
 
     def observe(m, states, t, done=True):
         """``m`` with predict(draw) added if the draw after step t is kept (:func:`kept`)."""
         if predict is None:
             return m
-        return jax.lax.cond(kept(t, done), lambda m: welford(m, predict_b(draw(states))),
+        return jax.lax.cond(kept(t, done), lambda m: welford_b(m, predict_b(draw(states))),
                             lambda m: m, m)
 
-    return _Parts(states, counters, stat_zero, chunk, randomness, one_step, accumulate,
+    return _Parts(states, counters, stat_zero, chunk, randomness, one_step, check, accumulate,
                   record_draw, outer, moments, observe, 0 if single else 1)
 
 
@@ -345,8 +332,8 @@ def run_block(problem, kernel, states, counters, run_keys, t0, moments=None, win
     """Run ``n_draws`` × ``thin`` steps of every chain from global step ``t0``, recording a
     draw after every ``thin`` steps. Returns (states, counters, buffer, moments) with the
     buffer's leaves shaped (chains, n_draws, ...) (none with ``store=False``), and
-    ``moments`` (:class:`Moments`, or None without ``predict``) updated at the kept draws
-    (module docstring; ``window`` = (lo, hi), int32).
+    ``moments`` (:class:`~sgmc.run.moments.Moments`, or None without ``predict``) updated
+    at the kept draws (module docstring; ``window`` = (lo, hi), int32).
 
     ``unroll=True`` writes the block's steps one after another, with no loop: a program of
     n_draws × thin steps (``sample(..., unroll=True)`` keeps it short). On XLA:CPU a
@@ -386,6 +373,7 @@ def run_block(problem, kernel, states, counters, run_keys, t0, moments=None, win
                 states, c, acc, buf, mom = carry
                 states, c, acc = steps((states, c, acc), t_g + j * thin, thin, draws, j * thin)
                 t_end = t_g + (j + 1) * thin - 1
+                c = p.check(states, c, t_end)
                 mom = p.observe(mom, states, t_end)
                 row = p.record(states, c, acc, t_end)
                 return states, c, p.stat_zero, _put(buf, row, g * m + j, p.draw_axis), mom
@@ -397,6 +385,7 @@ def run_block(problem, kernel, states, counters, run_keys, t0, moments=None, win
             return steps(inner, t_c, k, p.randomness(t_c, k), 0)
 
         states, c, acc = _loop(r, chunk, (states, c, acc), unroll)
+        c = p.check(states, c, t_g + thin - 1)
         mom = p.observe(mom, states, t_g + thin - 1)
         row = p.record(states, c, acc, t_g + thin - 1)
         return states, c, p.stat_zero, _put(buf, row, g, p.draw_axis), mom
@@ -431,6 +420,7 @@ def run_steps(problem, kernel, states, counters, run_keys, t0, n_draws, thin, mo
             states, c, info = p.one_step(t, states, c, draws, s)
             acc = p.accumulate(acc, info, (t - t0) % thin == 0)
             done = (t - t0 + 1) % thin == 0
+            c = p.check(states, c, t, done | (t == t0 + total - 1))
             mom = p.observe(mom, states, t, done)
             row = p.record(states, c, acc, t, done)
             return states, c, acc, _put(buf, row, (t - t0) // thin, p.draw_axis), mom

@@ -153,8 +153,9 @@ class OptimizeResult:
         diverged: per replication, whether an iterate (of any replica) became non-finite
             (NaN or inf); its ``x`` and ``value`` are then non-finite, while ``trace``,
             ``path`` and ``best_x`` / ``best_value`` keep what was found before.
-        diverged_step: per replication, the number of steps after which the first
-            non-finite iterate appeared, or −1.
+        diverged_step: per replication, the number of steps after which a non-finite
+            iterate was first found, or −1 (iterates are checked every ``record_every``
+            steps: it appeared within the ``record_every`` steps before).
     """
 
     x: np.ndarray

@@ -99,14 +99,26 @@ def _kinds_at(problem: Problem, points: PyTree, rows: int) -> dict[str, jax.Arra
     return jax.lax.map(one, points)
 
 
+@jax.jit
+def _all_at_first(positions: PyTree) -> jax.Array:
+    """Whether every chain's point equals chain 0's (NaN equal to NaN), compared on the
+    device: one boolean reaches the host, not the chains' parameters (a 36.8M-parameter
+    model's took ~0.1 s to copy from an H100, and as long to compare)."""
+    def same(x):
+        return jnp.all((x == x[:1]) | (jnp.isnan(x) & jnp.isnan(x[:1])))
+
+    return jnp.all(jnp.stack([same(x) for x in jax.tree.leaves(positions)]))
+
+
 def _distinct(positions: PyTree) -> tuple[PyTree, np.ndarray]:
     """The chains' initial points to evaluate: chain 0's alone when every chain starts
     there (one point broadcast), else all; and the chain index of each."""
-    leaves = [np.asarray(x) for x in jax.tree.leaves(positions)]
-    if all(np.array_equal(x, np.broadcast_to(x[:1], x.shape), equal_nan=True)
-           for x in leaves):
+    n = jax.tree.leaves(positions)[0].shape[0]
+    if n == 1:
+        return positions, np.zeros(1, np.int64)
+    if bool(_all_at_first(positions)):
         return jax.tree.map(lambda x: x[:1], positions), np.zeros(1, np.int64)
-    return positions, np.arange(leaves[0].shape[0])
+    return positions, np.arange(n)
 
 
 def check_model(problem: Problem, positions: PyTree, name: str = "init",

@@ -20,7 +20,8 @@ import numpy as np
 from sgmc.errors import CheckpointError
 from sgmc.io import checkpoint as ckpt
 from sgmc.io.serial import leaf_names, tree_from_spec, tree_like, tree_spec
-from sgmc.run.loop import Counters, Moments, drawn, init_chains
+from sgmc.run.loop import Counters, drawn, init_chains
+from sgmc.run.moments import Moments
 from sgmc.run.plan import chain_keys
 from sgmc.run.preflight import predict_output
 from sgmc.run.signals import ByIdentity

@@ -26,6 +26,9 @@ PyTree = Any
 INIT_DTYPES = ("float32", "float64")
 
 
+_finite = jax.jit(all_finite)  # one device call, where eager it made four
+
+
 def _as_init(init: PyTree) -> PyTree:
     """``init`` as a pytree of floating JAX arrays, checked leaf by leaf (named by path):
     numbers and integers become float32; complex, non-numeric and half-precision leaves are
@@ -44,6 +47,11 @@ def _as_init(init: PyTree) -> PyTree:
                             f"{', '.join(INIT_DTYPES)} (convert it with .astype(np.float32))")
         if dtype.kind not in "biuf" and not jnp.issubdtype(dtype, jnp.floating):
             raise TypeError(f"{where} must be a real numeric array, got dtype {dtype}")
+        if isinstance(x, jax.Array) and jnp.issubdtype(dtype, jnp.floating):
+            # Checked where it lives: no copy of a large model's parameters to the host.
+            if not bool(_finite(x)):
+                raise ValueError(f"{where} contains non-finite values (NaN or inf)")
+            return x
         finite = bool(np.all(np.isfinite(np.asarray(x, np.float64))))
         out = as_float_tree(x)
         if not finite:
