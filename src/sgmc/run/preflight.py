@@ -102,8 +102,8 @@ def _kinds_at(problem: Problem, points: PyTree, rows: int) -> dict[str, jax.Arra
 @jax.jit
 def _all_at_first(positions: PyTree) -> jax.Array:
     """Whether every chain's point equals chain 0's (NaN equal to NaN), compared on the
-    device: one boolean reaches the host, not the chains' parameters (a 36.8M-parameter
-    model's took ~0.1 s to copy from an H100, and as long to compare)."""
+    device: one boolean reaches the host, not the chains' parameters (copied and compared on
+    the host, a 36.8M-parameter model's took 0.2 s of each call on a CPU)."""
     def same(x):
         return jnp.all((x == x[:1]) | (jnp.isnan(x) & jnp.isnan(x[:1])))
 
