@@ -5,11 +5,11 @@ parameters, batch 100, 2,000 steps; 784-1000-1000-10, 1.8M, batch 1,000, 1,000 s
 784-4096×3-10, 36.8M, batch 1,024, 400 steps): its optax SGD-with-momentum ``lax.scan``
 (SGD) and the same plus one N(0, I) draw per step (the floor; :func:`sgmc.lab.bench_nn.loops`),
 then ``sgmc.sample`` of SGHMC keeping no, one and ten draws and SGLD keeping none
-(``diagnose=False``; µs per step from ``meta["sampling_time"]``, best of 3; ``whole_us`` is
-the whole call). On the first MLP it also checks that blocks of 1, 3 and 10 draws give the
-same draws bitwise. ``sgmc bench --only nn`` times the same sizes (and every draw kept, the
-CNN) in its tables; this script is the short form a GPU session can afford (about two
-minutes on an H100) and says what the whole call costs.
+(``diagnose=False``; µs per step from ``meta["sampling_time"]``, best of 3 interleaved;
+``whole_us`` is the whole call). On the first MLP it also checks that blocks of 1, 3 and
+10 draws give the same draws bitwise. ``sgmc bench --only nn`` times the same sizes (and
+every draw kept, the CNN) in its tables; this script is the short form a GPU session can
+afford (about two minutes on an H100) and says what the whole call costs.
 
     python benchmarks/gpu_steps.py [--sizes mlp80k,mlp1.8M,mlp37M]
 
@@ -27,6 +27,7 @@ import jax
 import numpy as np
 
 import sgmc
+from sgmc.lab.bench_common import best, device_variant, interleaved
 from sgmc.lab.bench_nn import build, loops
 
 #: name: (hidden widths, batch, N, steps)
@@ -39,27 +40,20 @@ def emit(**row) -> None:
     print(json.dumps({**row, "t": round(time.perf_counter() - T0, 1)}), flush=True)
 
 
-def best_us(fn, steps: int, repeats: int = 3) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times) / steps * 1e6
-
-
 def sampler_run(post, params, h, batch, steps, thin, name="sghmc", store=True, **kw):
+    """A timed ``sgmc.sample`` call (bench_common's Timing: ``sampling``, ``wall``); the last
+    Result in ``out["res"]``."""
     smp = (sgmc.sghmc(step_size=h, friction=10.0, batch_size=batch) if name == "sghmc"
            else sgmc.sgld(step_size=h, batch_size=batch))
-    out = {"inner": []}
+    out = {}
 
     def run():
+        t0 = time.perf_counter()
         res = sgmc.sample(post, smp, init=params, num_steps=steps, thin=thin, seed=0,
                           progress=False, store_draws=store, diagnose=False, **kw)
         jax.block_until_ready(res.samples)
         out["res"] = res
-        out["inner"].append(res.meta["sampling_time"])
+        return {"sampling": res.meta["sampling_time"], "wall": time.perf_counter() - t0}
 
     return run, out
 
@@ -69,24 +63,27 @@ def main() -> None:
     ap.add_argument("--sizes", default=",".join(SIZES))
     sizes = ap.parse_args().sizes.split(",")
     emit(device=str(jax.devices()[0]), jax=jax.__version__, sgmc=sgmc.__file__)
+    rows = [("sghmc", "none", 1, False), ("sghmc", "one", 1, True),
+            ("sghmc", "ten", 10, True), ("sgld", "none", 1, False)]
     for size in sizes:
         hidden, batch, n, steps = SIZES[size]
         post, params, _ = build("mlp", n, hidden)
         d = sum(leaf.size for leaf in jax.tree.leaves(params))
         h = 1e-2 / n
-        base = loops(post, params, batch, steps, h)
-        sgd, floor = (best_us(lambda f=f: jax.block_until_ready(f()), steps)
-                      for f in (base["SGD"], base["SGD + noise"]))
+        variants = {k: device_variant(f) for k, f in loops(post, params, batch, steps, h).items()}
+        for name, draws, kept, store in rows:
+            variants[name, draws] = sampler_run(post, params, h, batch, steps, steps // kept,
+                                                name, store)[0]
+        for fn in variants.values():  # compile and warm up
+            fn()
+        times = interleaved(variants, 3)
+        sgd, floor = (best(times, k) / steps * 1e6 for k in ("SGD", "SGD + noise"))
         emit(size=size, d=d, steps=steps, sgd_us=round(sgd, 2), floor_us=round(floor, 2))
-        rows = [("sghmc", "none", steps, False), ("sghmc", "one", steps, True),
-                ("sghmc", "ten", steps // 10, True), ("sgld", "none", steps, False)]
-        for name, draws, thin, store in rows:
-            run, out = sampler_run(post, params, h, batch, steps, thin, name, store)
-            whole = best_us(run, steps)
-            us = min(out["inner"]) / steps * 1e6
+        for name, draws, _, _ in rows:
+            us = best(times, (name, draws), "sampling") / steps * 1e6
             emit(size=size, sampler=name, draws=draws, us=round(us, 2),
-                 whole_us=round(whole, 2), ratio_sgd=round(us / sgd, 3),
-                 ratio_floor=round(us / floor, 3))
+                 whole_us=round(best(times, (name, draws)) / steps * 1e6, 2),
+                 ratio_sgd=round(us / sgd, 3), ratio_floor=round(us / floor, 3))
         if size == sizes[0]:  # the same draws for blocks of 10, 1 and 3 draws
             got = []
             for per_block in (10, 1, 3):
