@@ -136,7 +136,7 @@ class _Parts(NamedTuple):
     chunk: int         # most steps whose randomness is drawn at once
     randomness: Any    # (t, K) -> the draws of steps t .. t + K − 1 (None: live mode)
     one_step: Any      # (t, states, counters, draws, i) -> (states, counters, info)
-    check: Any         # (states, counters, t, done) -> counters with non-finite states marked
+    check: Any         # (states, counters, t) -> counters with non-finite states marked
     accumulate: Any
     record: Any
     outer: Any
@@ -214,11 +214,10 @@ def _parts(problem, kernel, states, counters, run_keys, t0, moments=None, window
     fits = CHUNK_BYTES // max(1, per_step)
     least = 2 if jax.default_backend() == "cpu" else MAX_CHUNK  # module docstring
     chunk = min(MAX_CHUNK, fits) if threefry and per_step and fits >= least else 1
-    if chunk < 2:
+    if chunk == 1:
         # Live (module docstring). The key passes the barrier with the state: nothing of
         # step t + 1 can be computed, or fused, with step t.
         guard = jax.lax.optimization_barrier if threefry and per_step else (lambda x: x)
-        chunk = 1
 
         def randomness(t, k):
             return None
@@ -252,21 +251,18 @@ def _parts(problem, kernel, states, counters, run_keys, t0, moments=None, window
         hi, lo = _add_u64(c.evals_hi, c.evals_lo, info["grad_evals"])
         return states, c._replace(evals_hi=hi, evals_lo=lo), info
 
-    def check(states, c, t, done=True):
+    def check(states, c, t):
         """``c`` with step t recorded as the first bad one of each chain whose position is
-        non-finite (not yet recorded), if ``done``. Checked after every draw and at the end
-        of a program, never per step: a pass over a large model's parameters cost 5 % of an
-        H100's step (the draws kept are the same: a non-finite state stays non-finite)."""
-        def mark(c):
-            if stacked:
-                ok, replica = replica_check(states.position)
-            else:
-                ok, replica = finite(states.position), c.bad_replica
-            fresh = (c.bad_step < 0) & ~ok
-            return c._replace(bad_step=jnp.where(fresh, t, c.bad_step),
-                              bad_replica=jnp.where(fresh, replica, c.bad_replica))
-
-        return mark(c) if done is True else jax.lax.cond(done, mark, lambda c: c, c)
+        non-finite (not yet recorded). Called after every draw and at the end of a program,
+        never per step: a pass over a large model's parameters cost 5 % of an H100's step
+        (the draws kept are the same: a non-finite state stays non-finite)."""
+        if stacked:
+            ok, replica = replica_check(states.position)
+        else:
+            ok, replica = finite(states.position), c.bad_replica
+        fresh = (c.bad_step < 0) & ~ok
+        return c._replace(bad_step=jnp.where(fresh, t, c.bad_step),
+                          bad_replica=jnp.where(fresh, replica, c.bad_replica))
 
     def accumulate(acc, info, fresh):
         return {k: jnp.asarray(info[k], jnp.float32) if spec[k] == "last" else
@@ -420,7 +416,8 @@ def run_steps(problem, kernel, states, counters, run_keys, t0, n_draws, thin, mo
             states, c, info = p.one_step(t, states, c, draws, s)
             acc = p.accumulate(acc, info, (t - t0) % thin == 0)
             done = (t - t0 + 1) % thin == 0
-            c = p.check(states, c, t, done | (t == t0 + total - 1))
+            c = jax.lax.cond(done | (t == t0 + total - 1), lambda c: p.check(states, c, t),
+                             lambda c: c, c)
             mom = p.observe(mom, states, t, done)
             row = p.record(states, c, acc, t, done)
             return states, c, acc, _put(buf, row, (t - t0) // thin, p.draw_axis), mom
