@@ -35,8 +35,12 @@ def _release_compiled_programs():
     suite, and every XLA:CPU executable keeps its JIT-compiled code mapped; a few thousand
     of them approach the kernel's limit on memory maps (vm.max_map_count, 65,530 here), and
     a compile late in the suite once crashed (SIGSEGV inside XLA). Modules share few programs,
-    so little is recompiled."""
+    so little is recompiled. sgmc's own cache holds the block programs it compiled (and with
+    them their executables): cleared too."""
     yield
     import jax
 
+    from sgmc.run import cache
+
     jax.clear_caches()
+    cache.clear()

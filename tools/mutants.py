@@ -63,6 +63,8 @@ T_WARMUP_INT = ("tests/tune/test_warmup_interrupt.py",)
 T_NET = ("tests/tune/test_network_guard.py",)
 T_OPT_INT = ("tests/run/test_optimize_interrupt.py",)
 T_DIV = ("tests/run/test_driver.py",)
+T_COPY = ("tests/io/test_memcopy.py",)
+T_PIPE = ("tests/run/test_pipeline.py",)
 
 
 @dataclass(frozen=True)
@@ -269,6 +271,19 @@ MUTANTS: list[Mutant] = [
       "                c = p.check(states, c, t_end)\n",
       "                c = p.check(states, c, t_end + 1)\n",
       "the first bad step recorded one step after the draw that found it", T_DIV),
+    M("first-block-not-pipelined", "run/host.py",
+      "            if per_draw is None and i + 1 < len(run.plan):",
+      "            if timed and per_draw is None and i + 1 < len(run.plan):",
+      "the second block waits until the first (timed) one is on the host", T_PIPE),
+    # -- a block's copy into the sink, split over threads (io/memcopy.py) -----------------------
+    M("copy-drops-last-piece", "io/memcopy.py",
+      "for a, b in itertools.pairwise(cuts) if b > a]",
+      "for a, b in itertools.pairwise(cuts[:-1]) if b > a]",
+      "the last piece of a split copy is never copied (its draws stay uninitialised)", T_COPY),
+    M("copy-rows-of-first-chain-only", "io/memcopy.py",
+      "        if len(rows) == len(dst):\n            pairs = rows",
+      "        if len(rows) == len(dst):\n            pairs = rows[:1]",
+      "with few chains, only the first chain's rows are copied", T_COPY),
     # -- pooling the chains' moments (result.py, Chan et al.) ----------------------------------
     M("pool-no-between-chain-term", "result.py",
       "m2_all = m2.sum(axis=0) + (n_c * dev**2).sum(axis=0)", "m2_all = m2.sum(axis=0)",

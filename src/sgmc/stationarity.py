@@ -46,6 +46,7 @@ al., BDA3) is reported alongside; it does not enter the verdict.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import Any, NamedTuple
@@ -235,7 +236,12 @@ class Diagnosis:
         self.tests = len(tested)
         self.threshold = float(stats.norm.isf(alpha / (2 * max(1, self.tests))))
         self.worst = max(tested, key=lambda r: abs(r["z"])) if tested else None
-        self.table = _table(rows)
+
+    @functools.cached_property
+    def table(self) -> Any:
+        """The rows as a table, built when first read (a DataFrame costs ~1 ms: a short
+        run that is stationary never needs it)."""
+        return _table(self.rows)
 
     @property
     def ok(self) -> bool:

@@ -55,6 +55,7 @@ from sgmc.contracts.kernel import REDUCTIONS, Kernel, check_info
 from sgmc.kernels.coupling.rules import ExchangeRule
 from sgmc.kernels.sampler import sgnht
 from sgmc.rng import Rng, record, replay
+from sgmc.run import cache
 
 N, D, B = 40, 3, 4          # data, dimension, minibatch
 H, FR = 1e-3, 10.0          # step size, friction (FR · H < 1 for the Euler integrators)
@@ -284,6 +285,7 @@ def _few_programs():
     _COMPILED[0] += 1
     if _COMPILED[0] % 16 == 0:
         jax.clear_caches()
+        cache.clear()  # (sgmc's compiled block programs)
 
 
 @pytest.mark.usefixtures("_few_programs")

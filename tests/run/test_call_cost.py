@@ -3,6 +3,7 @@ object, the sampler's structure and the shapes is worked out once (:mod:`sgmc.ru
 never from a stale entry, and the draws are bitwise those of a fresh process. No test
 asserts on time."""
 
+import gc
 import weakref
 
 import jax
@@ -170,3 +171,29 @@ def test_the_cache_is_bounded():
         cache.remember("kind", objs[i % 3], (i,), lambda i=i: i)
     assert len(cache._entries) == cache.SIZE
     assert cache.signature(object()) is None  # not keyable: computed every time
+
+
+def test_a_repeated_call_reuses_its_compiled_program(post):
+    """The block program is remembered (a new program object's first call takes JAX's slow
+    Python path), and a run that needs another program (other block size) compiles it."""
+    cache.clear()
+    first = _run(post)
+    assert (cache._stats[("hit", "program")], cache._stats[("miss", "program")]) == (0, 1)
+    again = _run(post, sgmc.sgld(step_size=1e-4, batch_size=20), seed=0)
+    assert (cache._stats[("hit", "program")], cache._stats[("miss", "program")]) == (1, 1)
+    np.testing.assert_array_equal(first.samples, again.samples)
+    _run(post, num_steps=10, thin=2)  # 5 draws a block, not 10: another program
+    assert cache._stats[("miss", "program")] == 2
+
+
+def test_entries_of_a_problem_that_is_gone_are_dropped():
+    """A problem's compiled programs (and whatever its functions close over) do not outlive
+    it: they go at the next miss."""
+    cache.clear()
+    gone = _problem(n=50, seed=7)
+    cache.remember("program", gone, ("k",), lambda: "program of a dropped problem")
+    del gone
+    gc.collect()
+    kept = _problem(n=50, seed=8)
+    cache.remember("program", kept, ("k",), lambda: "program")
+    assert [v for _, v in cache._entries.values()] == ["program"]

@@ -168,6 +168,16 @@ def test_default_blocks_hold_at_least_min_block_steps(total, thin, cap, expected
     assert driver_plan.default_draws_per_block(total, cap, thin) == expected
 
 
+@pytest.mark.parametrize("backend, expected", [("cpu", 5), ("gpu", 10)])
+def test_accelerator_blocks_hold_at_least_1024_steps(monkeypatch, backend, expected):
+    # Ten draws of 40 steps (the CNN row of benchmarks/gpu_steps.py): on a CPU two blocks of
+    # 5 draws (≥ 256 steps, a divisor of 10); on an accelerator, where a block boundary costs
+    # milliseconds of device time, one block of all 400 steps (≥ 1024 steps: the whole run).
+    monkeypatch.setattr(driver_plan.jax, "default_backend", lambda: backend)
+    problem = sgmc.models.linear_regression(np.ones((4, 2)), np.ones(4))
+    assert driver_plan.default_block_size(10, 40, 8, problem, None) == expected
+
+
 def test_save_load_round_trip(post, tmp_path):
     res = sgmc.sample(post, SAMPLER, jnp.zeros(2), num_steps=40, num_chains=2, thin=4)
     path = tmp_path / "run.npz"

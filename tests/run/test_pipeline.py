@@ -71,3 +71,13 @@ def test_a_divergence_stops_at_the_block_that_diverged(post):
     err = e.value
     assert err.result.num_draws == err.step - 1 and np.isfinite(err.result.samples).all()
 
+
+
+def test_the_first_default_block_is_pipelined_too(post, monkeypatch):
+    """Default blocks are timed (a slow first block re-cuts the rest), but timing the first
+    one does not hold back the second: it is dispatched before the first block's draws are
+    taken, as every block after it."""
+    seen = _dispatches_seen_by_host(monkeypatch)
+    res = sgmc.sample(post, SAMPLER, jnp.zeros(2), num_steps=2560, seed=1, progress=False)
+    assert res.meta["draws_per_block"] == 256  # (MIN_BLOCK_STEPS: 10 blocks)
+    assert seen == [2, 3, 4, 5, 6, 7, 8, 9, 10, 10]

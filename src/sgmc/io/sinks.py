@@ -44,6 +44,7 @@ from sgmc.io.folder import (
     read_header,
     verify,
 )
+from sgmc.io.memcopy import copy_into
 from sgmc.io.serial import naming, tree_spec, write_json_atomic
 
 PyTree = Any
@@ -86,8 +87,8 @@ class MemorySink:
         for k, x in _named(samples, info, steps).items():
             if k == "step":
                 self._arrays[k][a:a + n] = x
-            else:
-                self._arrays[k][:, a:a + n] = x
+            else:  # (the large copy of a run: split over threads)
+                copy_into(self._arrays[k][:, a:a + n], x)
         self.count = a + n
 
     def truncate(self, n: int) -> None:

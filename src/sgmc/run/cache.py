@@ -12,7 +12,12 @@ plus the problem's identity (checked through a weak reference, so that a new pro
 recycled ``id`` misses) and JAX's 64-bit flag. Checks that read values (finite energies at
 ``init``, step sizes > 0, ...) are not cached here and run on every call.
 
-The cache is small and bounded (least recently used first out, :data:`SIZE` entries);
+The block programs a run compiles are remembered here too (:mod:`sgmc.run.programs`), so
+that a repeated call dispatches the program JAX already knows. ``jax.clear_caches()`` does
+not reach them: :func:`clear` does.
+
+The cache is small and bounded (least recently used first out, :data:`SIZE` entries; an
+entry whose problem has been garbage-collected is dropped at the next miss);
 what cannot be keyed (a leaf that is neither an array nor a number, an unhashable static
 field, a problem that cannot be weakly referenced) is simply computed every time.
 """
@@ -73,6 +78,10 @@ def remember(kind: str, problem: Any, key: Hashable | None, compute: Callable[[]
     _stats[("miss", kind)] += 1
     value = compute()
     with _lock:
+        # Entries of problems that are gone go first: their values (compiled programs among
+        # them, with any arrays the model's functions close over) are no use to anyone.
+        for gone in [k for k, (r, _) in _entries.items() if r is not _none and r() is None]:
+            del _entries[gone]
         _entries[full] = (ref if ref is not None else _none, value)
         _entries.move_to_end(full)
         while len(_entries) > SIZE:

@@ -11,7 +11,8 @@ Two blocks are in flight: block k + 1 is dispatched before the host takes block 
 (their copy to the host started as block k was dispatched: into pinned memory on an
 accelerator, :func:`sgmc.run.programs.to_host_async`), so the copy, the sink's write, the
 divergence check and the checkpoints overlap the device's work instead of stalling it.
-(Not after the first block of a run whose blocks may be re-cut by its time.) What the
+(When the first block's time re-cuts a run's blocks, the block in flight then keeps the old
+size and the rest are cut after it.) What the
 error of a divergence, a failed block or a Ctrl-C holds is unchanged: the draws up to the
 block it answers, never the one dispatched after it, which is dropped.
 
@@ -273,7 +274,8 @@ def execute(run: Run, progress: bool | None) -> Result:
     """Run the blocks of ``run`` from where it stands to its end.
 
     Default blocks (about 1/20 of the run) that take more than twice ``block_seconds`` are
-    cut, after the first one, to about ``block_seconds`` each — one more compiled program —
+    cut, after the first one (and the one dispatched while it ran), to about ``block_seconds``
+    each — one more compiled program —
     so that a Ctrl-C is answered promptly and a crash loses little; checkpoints keep the
     cadence of the original blocks."""
     problem, sampler, s = run.problem, run.sampler, run.settings
@@ -283,6 +285,7 @@ def execute(run: Run, progress: bool | None) -> Result:
     sampled_before, paused = run.sampling_time, 0.0
     bar = t_run = None
     timed = s.block_seconds is None  # True once a full block was timed (or never timed)
+    per_draw = None  # the timed block's seconds per draw, while a re-cut of the plan waits
     # Streamed data: block i runs on its own buffer, read and put on the device by a
     # thread while block i − 1 runs (block 0's buffer is the problem's own).
     stream = problem.stream
@@ -364,9 +367,9 @@ def execute(run: Run, progress: bool | None) -> Result:
             placed, moments = run.place(states, counters), run.place_moments(moments)
             done = t0 + n_draws * steps
             # Two blocks in flight: the next one runs while this one's draws come to the host
-            # and are stored. Not after a block whose time may re-cut the plan.
+            # and are stored. Not while a re-cut of the plan waits for the block in flight.
             nxt, deferred = None, None
-            if timed and i + 1 < len(run.plan):
+            if per_draw is None and i + 1 < len(run.plan):
                 try:
                     nxt = launch(i + 1, *placed, done, moments)
                 except ValueError as err:  # its stream piece failed: raised once i is stored
@@ -384,7 +387,9 @@ def execute(run: Run, progress: bool | None) -> Result:
                 run.store(run.sink.append, *host, t0 + steps * (kept + 1))
             run.cursor = Cursor(*placed, done, i + 1, moments)
             bad = to_host(counters.bad_step)
-            seconds = time.perf_counter() - t_block  # (timed only when nothing overlapped)
+            # (Once this block is on the host: the next one, dispatched meanwhile, runs after
+            # it on the device and does not delay it.)
+            seconds = time.perf_counter() - t_block
             run.sampling_time = sampled_before + time.perf_counter() - t_run - paused
             if bar is not None:
                 bar.update(n_draws * steps)
@@ -407,13 +412,16 @@ def execute(run: Run, progress: bool | None) -> Result:
             if not timed and static:
                 timed = True
                 if seconds > 2 * s.block_seconds:
-                    n = draws_for_seconds(seconds / n_draws, s.block_seconds,
-                                          draws_after(done, s.burn_in, s.num_draws, s.thin))
-                    if n <= run.draws_per_block // 2:
-                        t_compile = time.perf_counter()
-                        run.replan(n)
-                        programs = compile_programs(run, args, programs)
-                        paused += time.perf_counter() - t_compile
+                    per_draw = seconds / n_draws
+            if per_draw is not None and nxt is None:  # (the block in flight is stored)
+                n = draws_for_seconds(per_draw, s.block_seconds,
+                                      draws_after(done, s.burn_in, s.num_draws, s.thin))
+                per_draw = None
+                if n <= run.draws_per_block // 2:
+                    t_compile = time.perf_counter()
+                    run.replan(n)
+                    programs = compile_programs(run, args, programs)
+                    paused += time.perf_counter() - t_compile
         if interrupt.pending:  # (a Ctrl-C after the last block's check)
             raise KeyboardInterrupt
         interrupt.restore()
