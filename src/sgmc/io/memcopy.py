@@ -19,7 +19,7 @@ __all__ = ["MIN_PIECE_BYTES", "copy_into", "threads"]
 
 #: No piece smaller than this goes to a thread of its own (a thread hand-off costs ~10 µs).
 MIN_PIECE_BYTES = 4 * 2**20
-_pool: ThreadPoolExecutor | None = None
+_pool: tuple[int, ThreadPoolExecutor] | None = None  # (the process it belongs to, the pool)
 
 
 def threads() -> int:
@@ -33,7 +33,6 @@ def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
 
     Pieces are contiguous runs of ``dst``'s leading index, or of its flattened rows when
     ``dst`` and ``src`` are contiguous below the first axis (a block of one draw per chain)."""
-    global _pool
     n = min(threads(), dst.nbytes // MIN_PIECE_BYTES)
     if n < 2:
         dst[...] = src
@@ -50,7 +49,15 @@ def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
     for d, s in pairs:
         cuts = np.linspace(0, len(d), min(per, len(d)) + 1).astype(int)
         pieces += [(d[a:b], s[a:b]) for a, b in itertools.pairwise(cuts) if b > a]
-    if _pool is None:
-        _pool = ThreadPoolExecutor(threads(), thread_name_prefix="sgmc-copy")
-    for f in [_pool.submit(np.copyto, d, s) for d, s in pieces]:
+    pool = _threads()
+    for f in [pool.submit(np.copyto, d, s) for d, s in pieces]:
         f.result()
+
+
+def _threads() -> ThreadPoolExecutor:
+    """The copy threads of this process (a forked child gets its own: its parent's threads
+    do not exist in it)."""
+    global _pool
+    if _pool is None or _pool[0] != os.getpid():
+        _pool = (os.getpid(), ThreadPoolExecutor(threads(), thread_name_prefix="sgmc-copy"))
+    return _pool[1]
