@@ -271,6 +271,9 @@ def test_unrolled_blocks_give_the_same_draws(post, compiles, kernel, kw):
     assert unrolled.meta["draws_per_block"] * kw["thin"] <= api.MAX_UNROLLED_STEPS
     np.testing.assert_allclose(unrolled.samples, looped.samples, rtol=0, atol=1e-5)
     np.testing.assert_array_equal(unrolled.info["grad_evals"], looped.info["grad_evals"])
+    # The drift statistics of the kept draws: the same minibatch energies.
+    for name in ("energy", "log_prior", "loglik"):
+        np.testing.assert_allclose(unrolled.info[name], looped.info[name], rtol=1e-4)
     if "predict" in kw:
         np.testing.assert_allclose(unrolled.predictive["mean"], looped.predictive["mean"],
                                    rtol=0, atol=1e-5)
