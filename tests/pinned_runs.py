@@ -5,8 +5,10 @@ jaxlib versions they were recorded with, and per array its shape, dtype, the SHA
 bytes (the bitwise check) and its values (the check under another JAX, whose XLA may round
 differently, and to show how far a changed run moved). They were first recorded before the
 kernel-contract refactor (issue 17), so that the refactor is tested to change no draw.
-Re-record only for an intended change of behaviour or a new JAX (after checking that the old
-pins hold within the tolerance of tests/run/test_pinned_draws.py), and say why in the commit.
+Re-record only for an intended change of behaviour, a new JAX or another kind of CPU (after
+checking that the old pins hold within the tolerance of tests/run/test_pinned_draws.py), and
+say why in the commit. (Re-recorded 2026-11-28 on an AVX2-only AMD EPYC, where four runs
+moved by 1–2 ulp.)
 """
 
 from __future__ import annotations
@@ -81,9 +83,31 @@ VERSIONS_KEY = "_recorded_with"
 
 
 def versions() -> dict:
-    """The versions whose XLA the bitwise comparison assumes."""
+    """What the bitwise comparison assumes: the JAX and jaxlib versions, and the host CPU
+    XLA:CPU compiled for (it uses the host's vector instructions: the same program rounded
+    four of these runs 1–2 ulp apart on an AVX2-only AMD EPYC and on the machine where
+    the pins were first recorded)."""
     import jaxlib
-    return {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
+    return {"jax": jax.__version__, "jaxlib": jaxlib.__version__, "cpu": host_cpu()}
+
+
+#: The /proc/cpuinfo flags that change the code XLA:CPU emits (vector width, fused
+#: multiply-add), by prefix.
+_ISA = ("avx", "fma", "f16c", "amx", "sse4")
+
+
+def host_cpu() -> str:
+    """The host CPU's model and vector instruction sets (Linux), else the platform's name."""
+    import platform
+    try:
+        with open("/proc/cpuinfo") as fh:
+            info = dict(line.split(":", 1) for line in fh.read().split("\n\n")[0].splitlines()
+                        if ":" in line)
+    except OSError:
+        return platform.processor() or platform.machine()
+    info = {k.strip(): v.strip() for k, v in info.items()}
+    flags = sorted(f for f in info.get("flags", "").split() if f.startswith(_ISA))
+    return " ".join([info.get("model name", platform.machine()), *flags])
 
 
 def fingerprint(a: np.ndarray) -> dict:

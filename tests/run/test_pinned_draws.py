@@ -4,11 +4,13 @@ contract refactor (issue 17), are reproduced bitwise.
 The runs (``tests/pinned_runs.py``) cover SGLD, SGHMC with all three integrators (one run
 with a single, unbatched chain), SVRG-HMC, SAGA-LD, EWSG, pSGLD, minibatches by epoch
 permutation, VR-reSGLD, a four-replica reSGLD ladder and GD×LD (``minimize``). They were
-recorded on XLA:CPU. Under the JAX and jaxlib they were recorded with, the comparison is
-bitwise (the SHA-256 of each array's bytes, with shape and dtype) because every change since
-was a reorganisation of the same operations on the same keys. Another JAX version compiles
-the same operations with other roundings (JAX 0.10 moved four of these runs by about 1e-7),
-so there float draws are compared to the pinned values within ``RTOL``/``ATOL`` — far above a
+recorded on XLA:CPU. Under the JAX and jaxlib they were recorded with, on the same kind of
+CPU (``pinned_runs.versions``: XLA:CPU compiles for the host's vector instructions), the
+comparison is bitwise (the SHA-256 of each array's bytes, with shape and dtype) because
+every change since was a reorganisation of the same operations on the same keys. Another JAX
+version or CPU compiles the same operations with other roundings (JAX 0.10 moved four of
+these runs by about 1e-7; an AVX2-only AMD EPYC moved four by 1–2 ulp, at most 2.4e-7), so
+there float draws are compared to the pinned values within ``RTOL``/``ATOL`` — far above a
 few float32 roundings carried through ten draws (~1e-6), far below any change of an update
 rule (a changed coefficient or a dropped term moves these draws by 1e-3 or more) — and
 counts (gradient evaluations, swaps) exactly. A deliberate change of an algorithm re-records
