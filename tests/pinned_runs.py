@@ -1,10 +1,11 @@
 """A fixed set of small runs whose draws are pinned (tests/run/test_pinned_draws.py).
 
 ``python tests/pinned_runs.py`` records them into ``tests/pinned_draws.json``: the JAX and
-jaxlib versions they were recorded with, and per array its shape, dtype, the SHA-256 of its
-bytes (the bitwise check) and its values (the check under another JAX, whose XLA may round
-differently, and to show how far a changed run moved). They were first recorded before the
-kernel-contract refactor (issue 17), so that the refactor is tested to change no draw.
+jaxlib versions and the kind of CPU they were recorded with, and per array its shape, dtype,
+the SHA-256 of its bytes (the bitwise check) and its values (the check under another JAX,
+whose XLA may round differently, and to show how far a changed run moved). They were first
+recorded before the kernel-contract refactor (issue 17), so that the refactor is tested to
+change no draw.
 Re-record only for an intended change of behaviour, a new JAX or another kind of CPU (after
 checking that the old pins hold within the tolerance of tests/run/test_pinned_draws.py), and
 say why in the commit. (Re-recorded 2026-11-28 on an AVX2-only AMD EPYC, where four runs
