@@ -1,9 +1,20 @@
 import os
+import shutil
 import sys
+import tempfile
 import warnings
 
 # Tests run on the CPU with the default single device unless a test module says otherwise.
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# One XLA compilation cache on disk for the session: its processes (the xdist workers, which
+# inherit this environment, and the subprocesses some tests start) compile the same block
+# programs again and again — the fixture below drops the in-memory ones after every module —
+# and most tests spend more time compiling than sampling. A fresh folder per session, removed
+# at its end (pytest_unconfigure); a JAX_COMPILATION_CACHE_DIR already set is used as it is.
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="sgmc-tests-xla-")
+    os.environ["SGMC_TESTS_XLA_CACHE_OWNER"] = str(os.getpid())
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The shared reference helpers (tests/*.py) and the test folders (tests/<package>/, mirroring
 # src/sgmc), whose modules a few tests import helpers from (test_checkpoint.interrupt_after).
@@ -44,3 +55,9 @@ def _release_compiled_programs():
 
     jax.clear_caches()
     cache.clear()
+
+
+def pytest_unconfigure(config):
+    """Remove the session's compilation cache (in the process that made it)."""
+    if os.environ.get("SGMC_TESTS_XLA_CACHE_OWNER") == str(os.getpid()):
+        shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)

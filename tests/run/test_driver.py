@@ -79,19 +79,23 @@ def test_init_per_chain_and_pytree_positions():
 
 @pytest.fixture
 def compiles():
-    """The XLA compilations since the fixture started (a list of event names).
+    """The programs XLA compiled, or loaded from the on-disk compilation cache the test
+    session keeps (tests/conftest.py), since the fixture started (a list of event names).
 
     ``sample`` compiles ahead of time (``lower().compile()``), which the ``jit`` caches'
     ``_cache_size()`` does not see, so compilations are counted where XLA reports them."""
     events = []
 
-    def listen(event, duration, **kwargs):
-        if event == "/jax/core/compile/backend_compile_duration":
+    def listen(event, duration=None, **kwargs):
+        if event in ("/jax/core/compile/backend_compile_duration",
+                     "/jax/compilation_cache/cache_hits"):
             events.append(event)
 
     jax.monitoring.register_event_duration_secs_listener(listen)
+    jax.monitoring.register_event_listener(listen)
     yield events
     jax.monitoring.unregister_event_duration_listener(listen)
+    jax.monitoring.unregister_event_listener(listen)
 
 
 def test_second_call_with_new_numbers_does_not_recompile(post, compiles):
