@@ -11,9 +11,9 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # programs again and again — the fixture below drops the in-memory ones after every module —
 # and most tests spend more time compiling than sampling. A fresh folder per session, removed
 # at its end (pytest_unconfigure); a JAX_COMPILATION_CACHE_DIR already set is used as it is.
-if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+_MADE_CACHE = "JAX_COMPILATION_CACHE_DIR" not in os.environ  # (False in the workers)
+if _MADE_CACHE:
     os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="sgmc-tests-xla-")
-    os.environ["SGMC_TESTS_XLA_CACHE_OWNER"] = str(os.getpid())
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The shared reference helpers (tests/*.py) and the test folders (tests/<package>/, mirroring
@@ -59,5 +59,5 @@ def _release_compiled_programs():
 
 def pytest_unconfigure(config):
     """Remove the session's compilation cache (in the process that made it)."""
-    if os.environ.get("SGMC_TESTS_XLA_CACHE_OWNER") == str(os.getpid()):
+    if _MADE_CACHE:
         shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
