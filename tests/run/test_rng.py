@@ -109,6 +109,35 @@ def test_periodic_work_stays_a_branch_over_many_chains(post):
     assert "stablehlo.case" in text
 
 
+@pytest.mark.parametrize("backend", ["cpu", "gpu"])
+def test_chunks_of_randomness_stay_within_their_bytes(post, backend, monkeypatch):
+    # A CPU draws ahead as many steps as fit in CHUNK_BYTES (at most MAX_CHUNK, live when
+    # fewer than two fit); an accelerator all MAX_CHUNK steps when one step draws at most
+    # ACCELERATOR_STEP_BYTES, else live. The bytes of one step's draws, for 4 chains:
+    sampler, chains = SAMPLERS["sghmc"](), 4
+    keys = jax.random.split(jax.random.key(0), chains)
+    states = loop.init_chains(post, sampler, jnp.zeros((chains, D)), keys)
+    one = jax.eval_shape(lambda s, k: record(lambda r: sampler.step(post, s, r, 0), k),
+                         jax.tree.map(lambda x: x[0], states), keys[0])
+    per_step = chains * sum(loop._nbytes(x) for x in jax.tree.leaves(one))
+    monkeypatch.setattr(jax, "default_backend", lambda: backend)
+
+    def chunk(**limits):
+        for name, value in limits.items():
+            monkeypatch.setattr(loop, name, value)
+        return loop._parts(post, sampler, states, loop.Counters.start(chains, 0), keys,
+                           np.int32(0)).chunk
+
+    if backend == "cpu":
+        assert chunk(CHUNK_BYTES=2 * per_step - 1) == 1
+        assert chunk(CHUNK_BYTES=2 * per_step) == 2
+        assert chunk(CHUNK_BYTES=7 * per_step + 3) == 7
+        assert chunk(CHUNK_BYTES=10**4 * per_step) == loop.MAX_CHUNK
+    else:
+        assert chunk(ACCELERATOR_STEP_BYTES=per_step) == loop.MAX_CHUNK
+        assert chunk(ACCELERATOR_STEP_BYTES=per_step - 1) == 1
+
+
 @pytest.mark.parametrize("thin, per_block, name", [
     (1, 7, "sghmc"), (3, 64, "vr-resgld"), (300, 1, "svrg-ld"), (257, 2, "sghmc")])
 def test_draws_do_not_depend_on_the_chunking(post, thin, per_block, name, monkeypatch):
@@ -137,6 +166,7 @@ def test_live_draws_do_not_depend_on_the_block_size(post, name, monkeypatch):
     # inside the barriers (replica exchange through map_split); blocks of 3 and 7 draws,
     # partial last blocks and leftover steps give the same draws bitwise.
     monkeypatch.setattr(loop, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(loop, "ACCELERATOR_STEP_BYTES", 0)
     jax.clear_caches()
     cache.clear()
     kw = dict(num_steps=5 * 23 + 7 + 3, burn_in=7, thin=5, num_chains=2, progress=False)

@@ -15,11 +15,13 @@ leftovers (a partial last block, burn-in steps that do not fill a draw).
 Randomness ahead (:mod:`sgmc.rng`): the draws of up to :data:`MAX_CHUNK` steps are made in
 one batched call (the step run in *record* mode under ``vmap`` over steps, everything but its
 draws removed as dead code), then the steps run in *replay* mode. That pays on a CPU as soon
-as two steps' draws fit in :data:`CHUNK_BYTES`, on an accelerator only when all
-:data:`MAX_CHUNK` do (≤ 32 KiB a step). Otherwise each step draws its own (*live* mode), and
-the noise fuses into the update instead of going through memory: on an H100, live was 3 µs a
-step faster for a 79.5k-parameter MLP (318 KB of draws a step), 9 µs for a 1.8M one and
-235 µs for a 36.8M one, and 2–3 µs slower for logistic regressions (< 1 KB a step).
+as two steps' draws fit in :data:`CHUNK_BYTES` (written at once and read back step by step,
+they must stay in the caches), on an accelerator only when a step draws at most
+:data:`ACCELERATOR_STEP_BYTES` (all :data:`MAX_CHUNK` steps at once). Otherwise each step
+draws its own (*live* mode), and the noise fuses into the update instead of going through
+memory: on an H100, live was 3 µs a step faster for a 79.5k-parameter MLP (318 KB of draws
+a step), 9 µs for a 1.8M one and 235 µs for a 36.8M one, and 2–3 µs slower for logistic
+regressions (< 1 KB a step).
 Optimisation barriers keep every step's arithmetic (with its key, in live mode) apart from
 the rest, fused the same way in every loop structure, so the draws are bitwise the same for
 any block size. Threefry keys only: JAX batches ``rbg`` keys by drawing the whole batch
@@ -54,13 +56,18 @@ from sgmc.rng import Rng, record, replay
 from sgmc.run.moments import welford
 from sgmc.run.stats import STREAM, stacks_replicas, statistics
 
-__all__ = ["CHUNK_BYTES", "MAX_CHUNK", "Counters", "init_chains", "run_block",
-           "run_steps"]
+__all__ = ["ACCELERATOR_STEP_BYTES", "CHUNK_BYTES", "MAX_CHUNK", "Counters", "init_chains",
+           "run_block", "run_steps"]
 
-#: Most steps whose randomness is drawn at once, and the most memory those draws may take
-#: for all chains (beyond ~100 steps the gain per step is small: 12 µs at 100, 10 µs at 1000).
+#: Most steps whose randomness is drawn at once (beyond ~100 steps the gain per step is
+#: small: 12 µs at 100, 10 µs at 1000).
 MAX_CHUNK = 256
-CHUNK_BYTES = 8 * 2**20
+#: On a CPU, the most memory one chunk's draws may take for all chains: 8 MiB made an MLP's
+#: step 1.3–1.65× slower than 2 MiB on a 2-core VM (benchmarks/README.md, "Chunks").
+CHUNK_BYTES = 2 * 2**20
+#: On an accelerator, randomness is recorded ahead (all :data:`MAX_CHUNK` steps at once)
+#: only when a step draws at most this many bytes for all chains (module docstring).
+ACCELERATOR_STEP_BYTES = 32 * 2**10
 
 
 class Counters(NamedTuple):
@@ -211,9 +218,11 @@ def _parts(problem, kernel, states, counters, run_keys, t0, moments=None, window
     threefry = str(jax.random.key_impl(keys)) == "threefry2x32"
     draw_shapes = jax.eval_shape(batch(recorded, in_axes=(0, 0, None)), states, keys, t0)
     per_step = sum(_nbytes(x) for x in jax.tree.leaves(draw_shapes))
-    fits = CHUNK_BYTES // max(1, per_step)
-    least = 2 if jax.default_backend() == "cpu" else MAX_CHUNK  # module docstring
-    chunk = min(MAX_CHUNK, fits) if threefry and per_step and fits >= least else 1
+    if jax.default_backend() == "cpu":  # (module docstring)
+        fits = min(MAX_CHUNK, CHUNK_BYTES // max(1, per_step))
+    else:
+        fits = MAX_CHUNK if per_step <= ACCELERATOR_STEP_BYTES else 1
+    chunk = fits if threefry and per_step and fits >= 2 else 1
     if chunk == 1:
         # Live (module docstring). The key passes the barrier with the state: nothing of
         # step t + 1 can be computed, or fused, with step t.
