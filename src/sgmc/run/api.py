@@ -16,6 +16,7 @@ from jax.sharding import Mesh
 
 from sgmc import _validate as check
 from sgmc import stationarity
+from sgmc._tree import first_point
 from sgmc.contracts import missing_text
 from sgmc.contracts.kernel import KERNEL_MEMBERS, Kernel
 from sgmc.io import checkpoint as ckpt
@@ -251,13 +252,14 @@ def sample(problem: Problem, sampler: Kernel, init: PyTree, num_steps: int, num_
                          f"must be ≤ {MAX_UNROLLED_STEPS}; got thin={thin}. Thin less (and "
                          "discard draws afterwards), or use predict= with a small thin")
     positions = chain_positions(problem, init, num_chains, init_per_chain, init_spread, seed)
-    sampler.check(problem, jax.tree.map(lambda x: x[0], positions), num_chains)
+    first = first_point(positions)
+    sampler.check(problem, first, num_chains)
     if mesh is not None:
         check_mesh(mesh, num_chains, sampler, problem)
     preflight.preflight(problem, sampler, positions, num_steps, init_spread)
     if unroll is None:
         unroll = (thin <= MAX_UNROLLED_STEPS and jax.default_backend() == "cpu"
-                  and has_convolution(problem, jax.tree.map(lambda x: x[0], positions)))
+                  and has_convolution(problem, first))
     spec = position_spec(positions) if checkpoint else None
 
     num_draws = (num_steps - burn_in) // thin

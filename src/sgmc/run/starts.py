@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sgmc._tree import all_finite, as_float_tree
+from sgmc._tree import all_finite, as_float_tree, broadcast_point
 from sgmc.model.checks import ModelShapeError, leading_size, shapes_text
 from sgmc.model.oracle import Problem
 from sgmc.run import cache
@@ -26,7 +26,11 @@ PyTree = Any
 INIT_DTYPES = ("float32", "float64")
 
 
-_finite = jax.jit(all_finite)  # one device call, where eager it made four
+@jax.jit
+def _finite_leaves(leaves: list) -> jax.Array:
+    """Whether each array of ``leaves`` is finite: one device call for all of them (eager,
+    four a leaf), checked where they live (no copy of a large model's parameters)."""
+    return jnp.stack([all_finite(x) for x in leaves])
 
 
 def _as_init(init: PyTree) -> PyTree:
@@ -39,6 +43,8 @@ def _as_init(init: PyTree) -> PyTree:
     if init is None or not jax.tree.leaves(init):
         raise ValueError("init must be an array or a pytree of arrays, got an empty value")
 
+    on_device = {}  # path → a floating JAX array, checked below
+
     def leaf(path, x):
         where = f"init{jax.tree_util.keystr(path)}"
         dtype = np.asarray(x).dtype if not hasattr(x, "dtype") else np.dtype(x.dtype)
@@ -48,9 +54,7 @@ def _as_init(init: PyTree) -> PyTree:
         if dtype.kind not in "biuf" and not jnp.issubdtype(dtype, jnp.floating):
             raise TypeError(f"{where} must be a real numeric array, got dtype {dtype}")
         if isinstance(x, jax.Array) and jnp.issubdtype(dtype, jnp.floating):
-            # Checked where it lives: no copy of a large model's parameters to the host.
-            if not bool(_finite(x)):
-                raise ValueError(f"{where} contains non-finite values (NaN or inf)")
+            on_device[where] = x
             return x
         finite = bool(np.all(np.isfinite(np.asarray(x, np.float64))))
         out = as_float_tree(x)
@@ -61,7 +65,13 @@ def _as_init(init: PyTree) -> PyTree:
                              f"{jnp.finfo(out.dtype).max!s}), which are inf once cast")
         return out
 
-    return jax.tree_util.tree_map_with_path(leaf, init)
+    init = jax.tree_util.tree_map_with_path(leaf, init)
+    if on_device:
+        ok = np.asarray(_finite_leaves(list(on_device.values())))
+        if not ok.all():
+            where = list(on_device)[int(np.argmin(ok))]
+            raise ValueError(f"{where} contains non-finite values (NaN or inf)")
+    return init
 
 
 def chain_positions(problem: Problem, init: PyTree, num_chains: int,
@@ -123,7 +133,7 @@ def _model_positions(problem: Problem, init: PyTree, num_chains: int,
     stacked = all(x.ndim >= 1 and x.shape[0] == num_chains for x in leaves)
 
     def broadcast():
-        return jax.tree.map(lambda x: jnp.broadcast_to(x, (num_chains, *x.shape)), init), True
+        return broadcast_point(init, num_chains), True
 
     if per_chain is False:
         _check_params(problem, init, constrained=True)
