@@ -15,6 +15,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 import sgmc
+from sgmc.run import starts
 
 
 def mesh(shape, names):
@@ -101,6 +102,15 @@ def main():
                             and np.array_equal(alone.x, spread.x)),
             "max_abs_diff": float(np.abs(alone.trace - spread.trace).max()),
             "grad_evals_equal": bool(np.array_equal(alone.grad_evals, spread.grad_evals))}
+    # init's leaves committed to two devices: checked for finiteness one leaf at a time
+    # (one compiled call cannot take them together), the bad leaf named.
+    d0, d1 = jax.devices()[:2]
+    init = {"a": jax.device_put(jnp.ones(3), d0), "b": jax.device_put(jnp.ones(2), d1)}
+    out["init_on_two_devices"] = {"accepted": sorted(starts._as_init(init))}
+    try:
+        starts._as_init({**init, "b": jax.device_put(jnp.array([1.0, jnp.nan]), d1)})
+    except ValueError as err:
+        out["init_on_two_devices"]["error"] = str(err)
     print(json.dumps(out))
 
 

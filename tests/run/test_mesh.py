@@ -116,3 +116,11 @@ def test_mesh_arguments_are_checked():
     res = sgmc.sample(post, sgmc.sgld(1e-4), np.zeros(2), 10, num_chains=2, mesh=one)
     ref = sgmc.sample(post, sgmc.sgld(1e-4), np.zeros(2), 10, num_chains=2)
     np.testing.assert_array_equal(res.samples, ref.samples)
+
+
+def test_init_on_several_devices_is_checked_leaf_by_leaf(report):
+    """Leaves of ``init`` committed to different devices cannot go through one compiled
+    finiteness check: each is checked where it lives, and a non-finite one is named."""
+    c = report["init_on_two_devices"]
+    assert c["accepted"] == ["a", "b"]
+    assert c["error"] == "init['b'] contains non-finite values (NaN or inf)"

@@ -67,7 +67,10 @@ def _as_init(init: PyTree) -> PyTree:
 
     init = jax.tree_util.tree_map_with_path(leaf, init)
     if on_device:
-        ok = np.asarray(_finite_leaves(list(on_device.values())))
+        try:
+            ok = np.asarray(_finite_leaves(list(on_device.values())))
+        except ValueError:  # leaves committed to different devices: one call each
+            ok = np.array([bool(_finite_leaves([x])[0]) for x in on_device.values()])
         if not ok.all():
             where = list(on_device)[int(np.argmin(ok))]
             raise ValueError(f"{where} contains non-finite values (NaN or inf)")
