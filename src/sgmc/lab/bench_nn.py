@@ -305,11 +305,14 @@ def _timed_run(post, sampler, init, steps, thin, seed, evals, name,
     return once
 
 
-def _statistics_cost(us: dict, post, sampler, init, steps: int, seed: int,
+def _statistics_cost(us: dict, times: dict, post, sampler, init, steps: int, seed: int,
                      thin: int) -> dict[str, float]:
-    """The drift statistics' cost from the timed runs ``us`` (µs per step): their share of a
-    step at the suite's ``thin`` and per kept draw at ``thin=1``; and the end-of-run drift
-    test on a ``thin=1`` run's draws (best of 3) against that run's sampling time."""
+    """The drift statistics' cost from the timed runs ``us`` (µs per step, best) and their
+    interleaved ``times``: their share of a step at the suite's ``thin`` (mean ± SE of the
+    repeats' paired ratios, each pair run back to back: a difference of two bests read 7 %
+    where 6 pairs gave 0.2 ± 2.5 %), judged against the target by the two-SE rule; per kept
+    draw at ``thin=1``; and the end-of-run drift test on a ``thin=1`` run's draws (best of
+    3) against that run's sampling time."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sgmc.SamplingWarning)
         res = sgmc.sample(post, sampler, init, steps, seed=seed, progress=False)
@@ -319,15 +322,20 @@ def _statistics_cost(us: dict, post, sampler, init, steps: int, seed: int,
         sgmc.stationarity.diagnose(res)
         seconds.append(time.perf_counter() - t0)
     bare, stored = us["SGHMC, diagnose=False"], us["SGHMC, every draw stored, diagnose=False"]
-    out = {"share_of_step_at_thin": (us["SGHMC"] - bare) / bare,
+    paired = (np.asarray(times["SGHMC"]["wall"])
+              / np.asarray(times["SGHMC, diagnose=False"]["wall"]) - 1.0)
+    share, se = paired.mean(), paired.std(ddof=1) / np.sqrt(paired.size)  # (1 repeat: NaN)
+    verdict = ("MET" if share + 2 * se <= 0.03 else
+               "MISSED" if share - 2 * se > 0.03 else "not resolved")
+    out = {"share_of_step_at_thin": float(share), "share_of_step_at_thin_se": float(se),
            "per_draw_share_of_step": (us["SGHMC, every draw stored"] - stored) / bare,
            "diagnose_seconds": min(seconds),
            "diagnose_share_of_run": min(seconds) / float(res.meta["sampling_time"])}
     table(f"[nn] MLP: the drift statistics (one minibatch energy per kept draw, "
           f"sample(diagnose=True)) and the end-of-run drift test of {res.num_draws:,} draws",
           ("cost", "value", "target"),
-          [(f"recording, share of a step at thin {thin}",
-            f"{100 * out['share_of_step_at_thin']:.1f} %", "≤ 3 %"),
+          [(f"recording, share of a step at thin {thin} (± SE)",
+            f"{100 * share:.1f} ± {100 * se:.1f} %", f"≤ 3 %: {verdict}"),
            ("recording, per kept draw (thin 1), share of a step",
             f"{100 * out['per_draw_share_of_step']:.0f} %", ""),
            ("drift test at the end, ms", f"{1e3 * out['diagnose_seconds']:.1f}", ""),
@@ -411,7 +419,7 @@ def bench_nn(cfg: BenchConfig) -> dict[str, Any]:
                for k, v in costs.items()])
         if model == "mlp":
             res_model["drift_statistics"] = _statistics_cost(
-                us, post, _samplers(n, b)["SGHMC"][0], init, steps, cfg.seed, thin)
+                us, t, post, _samplers(n, b)["SGHMC"][0], init, steps, cfg.seed, thin)
         out["models"][model] = res_model
 
     rows, out["rss"] = [], []
