@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import jax
-import numpy as np
 
 import sgmc
+from sgmc.lab.bench_common import best, device_variant, interleaved, median
 from sgmc.lab.bench_nn import build, loops
 from sgmc.run import loop
 
@@ -32,16 +31,17 @@ SIZES = {"80k": (100, 100, 10_000, 1_000), "318k": (400, 100, 10_000, 400),
 
 
 def variant(size: str, chunk_mib: float):
-    """A zero-argument timed run of SGHMC with ``CHUNK_BYTES`` = chunk_mib MiB (compiled)."""
+    """A timed run of SGHMC with ``CHUNK_BYTES`` = chunk_mib MiB, compiled:
+    ({"wall": its ``sampling_time``}, the model's (posterior, parameters, batch, steps, N))."""
     hidden, batch, n, steps = SIZES[size]
     post, params, _ = build("mlp", n, hidden)
     sampler = sgmc.sghmc(step_size=1e-2 / n, friction=10.0, batch_size=batch)
 
-    def run() -> float:
+    def run() -> dict[str, float]:
         res = sgmc.sample(post, sampler, init=params, num_steps=steps, thin=steps // 10,
                           seed=0, progress=False, diagnose=False)
         jax.block_until_ready(res.samples)
-        return res.meta["sampling_time"]
+        return {"wall": res.meta["sampling_time"]}
 
     default = loop.CHUNK_BYTES
     loop.CHUNK_BYTES = int(chunk_mib * 2**20)
@@ -70,28 +70,19 @@ def main() -> None:
         runs = {f"{c:g} MiB" if c else "live": variant(size, c) for c in chunks}
         post, params, batch, steps, n = next(iter(runs.values()))[1]
         d = sum(x.size for x in jax.tree.leaves(params))
-        timed = {k: r for k, (r, _) in runs.items()}
+        variants = {k: r for k, (r, _) in runs.items()}
         for name, fn in loops(post, params, batch, steps, 1e-2 / n).items():
-            jax.block_until_ready(fn())
-
-            def clock(fn=fn) -> float:
-                t0 = time.perf_counter()
-                jax.block_until_ready(fn())
-                return time.perf_counter() - t0
-
-            timed[name] = clock
-        times = {k: [] for k in timed}
-        for _ in range(args.repeats):
-            for k, fn in timed.items():
-                times[k].append(fn() / steps * 1e6)
-        best = {k: min(v) for k, v in times.items()}
-        floor, ref = best["SGD + noise"], best[f"{default_mib:g} MiB"]
+            variants[name] = device_variant(fn)
+            variants[name]()  # compile
+        times = interleaved(variants, args.repeats)
+        us = {k: 1e6 * best(times, k) / steps for k in variants}
+        floor, ref = us["SGD + noise"], us[f"{default_mib:g} MiB"]
         print(f"\nMLP {size} ({d:,} parameters, {4 * d / 2**10:,.0f} KiB of noise a step), "
               f"batch {batch}, {steps} steps")
         print(f"  {'loop':<12} {'µs/step':>10} {'median':>10} {'÷ floor':>8} {'÷ default':>9}")
-        for k, v in times.items():
-            print(f"  {k:<12} {best[k]:>10,.1f} {np.median(v):>10,.1f} "
-                  f"{best[k] / floor:>8.3f} {best[k] / ref:>9.3f}")
+        for k, v in us.items():
+            print(f"  {k:<12} {v:>10,.1f} {1e6 * median(times, k) / steps:>10,.1f} "
+                  f"{v / floor:>8.3f} {v / ref:>9.3f}")
 
 
 if __name__ == "__main__":

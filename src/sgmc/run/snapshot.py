@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sgmc._tree import first_point
 from sgmc.errors import CheckpointError
 from sgmc.io import checkpoint as ckpt
 from sgmc.io.serial import leaf_names, tree_from_spec, tree_like, tree_spec
@@ -168,7 +169,7 @@ def _predict_at(problem: Any, kernel: Any, state: Any, predict: ByIdentity) -> j
 def predict_probe(problem: Any, kernel: Any, states: Any, predict: Any) -> dict:
     """``predict`` at chain 0's draw, summarised (:func:`sgmc.io.checkpoint.summary`): what
     tells the run's ``predict`` from another function of the same output shape on resume."""
-    state = jax.tree.map(lambda x: x[0], states)
+    state = first_point(states)
     return ckpt.summary(jax.device_get(_predict_at(problem, kernel, state, ByIdentity(predict))))
 
 

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sgmc._tree import all_finite, as_float_tree, broadcast_point
+from sgmc._tree import all_finite, as_float_tree, broadcast_point, first_point
 from sgmc.model.checks import ModelShapeError, leading_size, shapes_text
 from sgmc.model.oracle import Problem
 from sgmc.run import cache
@@ -146,7 +146,7 @@ def _model_positions(problem: Problem, init: PyTree, num_chains: int,
             shapes = ", ".join(str(tuple(x.shape)) for x in leaves)
             raise ValueError(f"init_per_chain=True needs every leaf of init to have a leading "
                              f"axis of num_chains = {num_chains}; got shapes {shapes}")
-        _check_params(problem, jax.tree.map(lambda x: x[0], init),
+        _check_params(problem, first_point(init),
                       "init[c] (one chain's point)", constrained=True)
         return init, False
     try:
@@ -156,7 +156,7 @@ def _model_positions(problem: Problem, init: PyTree, num_chains: int,
             _leading_axis_mismatch(problem, init, num_chains, single_err)
             raise
         try:
-            _check_params(problem, jax.tree.map(lambda x: x[0], init), constrained=True)
+            _check_params(problem, first_point(init), constrained=True)
         except ValueError:
             raise single_err from None
         return init, False
@@ -164,7 +164,7 @@ def _model_positions(problem: Problem, init: PyTree, num_chains: int,
     # a single chain is rare; refusing would stop every 1-d model started at zeros(1)).
     if stacked and num_chains > 1:
         try:
-            _check_params(problem, jax.tree.map(lambda x: x[0], init), constrained=True)
+            _check_params(problem, first_point(init), constrained=True)
         except (ValueError, TypeError):
             return broadcast()
         shapes = [tuple(x.shape) for x in leaves]
@@ -187,7 +187,7 @@ def _leading_axis_mismatch(problem: Problem, init: PyTree, num_chains: int,
     k = leading_size(init)
     if k is None:
         return
-    first = jax.tree.map(lambda x: x[0], init)
+    first = first_point(init)
     try:
         _check_params(problem, first, constrained=True)
     except (ValueError, TypeError):
